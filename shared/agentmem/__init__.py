@@ -1,0 +1,38 @@
+"""agentmem: tiered memory for LLM agents.
+
+Example:
+    >>> from agentmem import ConversationBufferMemory
+    >>> memory = ConversationBufferMemory(max_tokens=1000)
+    >>> _ = memory.add_message("user", "I only write Python, tabs not spaces")
+    >>> memory.get_messages()
+    [{'role': 'user', 'content': 'I only write Python, tabs not spaces'}]
+"""
+
+from agentmem.errors import (
+    AgentMemError,
+    ConfigurationError,
+    InvalidMessageError,
+    InvalidSessionIdError,
+    InvalidValueError,
+    LLMError,
+    LLMOutputError,
+    StoreError,
+    TokenizerUnavailableError,
+)
+from agentmem.tokens import TokenCounter
+from agentmem.types import Message, ToolCall
+
+__all__ = [
+    "AgentMemError",
+    "ConfigurationError",
+    "InvalidMessageError",
+    "InvalidSessionIdError",
+    "InvalidValueError",
+    "LLMError",
+    "LLMOutputError",
+    "Message",
+    "StoreError",
+    "TokenCounter",
+    "TokenizerUnavailableError",
+    "ToolCall",
+]

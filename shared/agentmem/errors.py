@@ -1,0 +1,119 @@
+"""The one error hierarchy of agentmem.
+
+Every error the library raises on purpose derives from :class:`AgentMemError`, and
+also from the builtin it refines, so ``except ValueError`` keeps working::
+
+    AgentMemError
+    ├── ConfigurationError (ValueError)       bad option, unknown model/encoding, bad ids
+    │   ├── InvalidSessionIdError             session id empty, too long or with bad characters
+    │   └── TokenizerUnavailableError (RuntimeError)
+    │                                         no tiktoken encoding could be loaded
+    ├── InvalidMessageError (ValueError)      unknown role, non-string content, bad tool calls
+    ├── InvalidValueError (ValueError)        a value a memory cannot hold (not JSON, NaN, ...)
+    ├── StoreError (RuntimeError)             a message/state store failed
+    │   ├── StoreClosedError                  used after close()
+    │   └── StoreConflictError                a concurrent writer won a compare-and-set
+    └── LLMError (RuntimeError)               the language model failed
+        ├── LLMTimeoutError (TimeoutError)
+        ├── LLMConnectionError (ConnectionError)
+        ├── LLMResponseError                  HTTP error status from the provider
+        └── LLMOutputError (ValueError)       output malformed after the allowed retries
+
+Example:
+    >>> from agentmem.errors import AgentMemError, InvalidMessageError
+    >>> issubclass(InvalidMessageError, ValueError) and issubclass(InvalidMessageError, AgentMemError)
+    True
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AgentMemError",
+    "ConfigurationError",
+    "InvalidMessageError",
+    "InvalidSessionIdError",
+    "InvalidValueError",
+    "LLMConnectionError",
+    "LLMError",
+    "LLMOutputError",
+    "LLMResponseError",
+    "LLMTimeoutError",
+    "StoreClosedError",
+    "StoreConflictError",
+    "StoreError",
+    "TokenizerUnavailableError",
+]
+
+
+class AgentMemError(Exception):
+    """Base class of every error agentmem raises on purpose."""
+
+
+class ConfigurationError(AgentMemError, ValueError):
+    """An option, model name or identifier is not usable."""
+
+
+class InvalidSessionIdError(ConfigurationError):
+    """A session (or user) id is empty, too long, or contains characters we do not allow."""
+
+
+class TokenizerUnavailableError(ConfigurationError, RuntimeError):
+    """No tiktoken encoding could be loaded (offline and no cached encoding file)."""
+
+
+class InvalidMessageError(AgentMemError, ValueError):
+    """A chat message is malformed: unknown role, non-string content, bad tool calls, ..."""
+
+
+class InvalidValueError(AgentMemError, ValueError):
+    """A value cannot be held by a memory (not JSON-serializable, NaN, out of range, ...)."""
+
+
+class StoreError(AgentMemError, RuntimeError):
+    """A store (messages, session state) failed to read or write."""
+
+
+class StoreClosedError(StoreError):
+    """The store was used after ``close()``."""
+
+
+class StoreConflictError(StoreError):
+    """A concurrent writer changed the value between our read and our write."""
+
+
+class LLMError(AgentMemError, RuntimeError):
+    """The language model could not produce a usable answer."""
+
+
+class LLMTimeoutError(LLMError, TimeoutError):
+    """The language model did not answer in time."""
+
+
+class LLMConnectionError(LLMError, ConnectionError):
+    """The language model endpoint could not be reached."""
+
+
+class LLMResponseError(LLMError):
+    """The provider answered with an error status.
+
+    Attributes:
+        status_code: The HTTP status code, when there was one.
+    """
+
+    def __init__(self, message: str, *, status_code: int | None = None) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+
+
+class LLMOutputError(LLMError, ValueError):
+    """The model's output stayed malformed after the allowed number of retries.
+
+    Attributes:
+        raw_output: The last output the model produced (for logs; never stored as memory).
+        attempts: How many attempts were made.
+    """
+
+    def __init__(self, message: str, *, raw_output: str | None = None, attempts: int = 1) -> None:
+        super().__init__(message)
+        self.raw_output = raw_output
+        self.attempts = attempts

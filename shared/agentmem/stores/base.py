@@ -1,0 +1,234 @@
+"""The session store protocol: an append-only message log plus small JSON state per session.
+
+A session store holds, per session id:
+
+* the **message log**: append-only; each appended message gets a ``seq``, a positive integer
+  that strictly increases within the session (not necessarily contiguous). Nothing but
+  :meth:`SessionStore.clear` ever removes a message;
+* **state**: named JSON documents (summaries and their watermarks, working memory, ...),
+  each replaced whole by ``set_state``.
+
+Backends: :class:`~agentmem.stores.memory.InMemorySessionStore`,
+:class:`~agentmem.stores.sqlite.SQLiteSessionStore` (the embedded default) and
+:class:`~agentmem.stores.redis.RedisSessionStore`. All pass ``tests/conformance``.
+
+Example:
+    >>> from agentmem.stores import InMemorySessionStore
+    >>> from agentmem.types import Message
+    >>> store = InMemorySessionStore()
+    >>> store.append("s1", [Message(role="user", content="hi")])
+    [1]
+    >>> [m.message.content for m in store.read("s1")]
+    ['hi']
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any, NamedTuple, Protocol, runtime_checkable
+
+from agentmem._async import run_in_executor
+from agentmem.errors import InvalidSessionIdError, InvalidValueError
+from agentmem.types import Message
+
+__all__ = [
+    "MAX_SESSION_ID_LENGTH",
+    "SessionStore",
+    "StoredMessage",
+    "SyncSessionStore",
+    "dump_state",
+    "validate_session_id",
+]
+
+MAX_SESSION_ID_LENGTH = 256
+_SESSION_ID = re.compile(r"[A-Za-z0-9_.:@\-]+")
+
+
+def validate_session_id(session_id: object, *, what: str = "session_id") -> str:
+    """Return ``session_id`` if it is usable, else raise :class:`InvalidSessionIdError`.
+
+    Allowed: 1-256 characters from ``A-Z a-z 0-9 _ . : @ -``. Braces, slashes, spaces and
+    wildcards are refused because they would change Redis key hashing or file paths.
+
+    Example:
+        >>> validate_session_id("user-42:chat.7")
+        'user-42:chat.7'
+    """
+    if not isinstance(session_id, str):
+        msg = f"{what} must be a string, got {type(session_id).__name__}"
+        raise InvalidSessionIdError(msg)
+    if not session_id or len(session_id) > MAX_SESSION_ID_LENGTH:
+        msg = f"{what} must be 1-{MAX_SESSION_ID_LENGTH} characters long, got {len(session_id)}"
+        raise InvalidSessionIdError(msg)
+    if not _SESSION_ID.fullmatch(session_id):
+        msg = (
+            f"{what} {session_id!r} contains characters outside A-Z a-z 0-9 _ . : @ -; "
+            "map external ids (for example with a hash) before using them"
+        )
+        raise InvalidSessionIdError(msg)
+    return session_id
+
+
+def dump_state(value: dict[str, Any]) -> str:
+    """Serialize a state document to JSON text, refusing what JSON cannot hold losslessly.
+
+    Raises:
+        InvalidValueError: ``value`` is not a dict, or holds non-JSON values, NaN or Infinity.
+    """
+    if not isinstance(value, dict):
+        msg = f"session state must be a dict, got {type(value).__name__}"
+        raise InvalidValueError(msg)
+    try:
+        return json.dumps(value, allow_nan=False, ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        msg = f"session state must be JSON-serializable without NaN/Infinity: {exc}"
+        raise InvalidValueError(msg) from exc
+
+
+class StoredMessage(NamedTuple):
+    """A message and its position in the session log."""
+
+    seq: int
+    message: Message
+
+
+@runtime_checkable
+class SessionStore(Protocol):
+    """Per-session append-only message log and JSON state, with async twins."""
+
+    def append(self, session_id: str, messages: Sequence[Message]) -> list[int]:
+        """Append atomically (all or nothing), in order; return the new seqs."""
+        ...
+
+    def read(
+        self, session_id: str, *, after: int = 0, limit: int | None = None
+    ) -> list[StoredMessage]:
+        """Messages with ``seq > after`` in log order, at most ``limit`` of them."""
+        ...
+
+    def read_last(self, session_id: str, n: int) -> list[StoredMessage]:
+        """The last ``n`` messages of the log, in log order."""
+        ...
+
+    def count(self, session_id: str) -> int:
+        """Number of messages in the log."""
+        ...
+
+    def last_seq(self, session_id: str) -> int:
+        """The highest seq in the log, 0 when it is empty."""
+        ...
+
+    def get_state(self, session_id: str, key: str) -> dict[str, Any] | None:
+        """The JSON state ``key`` of the session, or ``None``."""
+        ...
+
+    def set_state(self, session_id: str, key: str, value: dict[str, Any]) -> None:
+        """Replace the JSON state ``key`` of the session."""
+        ...
+
+    def delete_state(self, session_id: str, key: str) -> None:
+        """Remove the JSON state ``key`` (no error if absent)."""
+        ...
+
+    def clear(self, session_id: str) -> None:
+        """Delete the session's messages and state."""
+        ...
+
+    def sessions(self) -> list[str]:
+        """Ids of sessions that have messages or state, sorted."""
+        ...
+
+    def close(self) -> None:
+        """Release connections and files. Further use raises ``StoreClosedError``."""
+        ...
+
+    async def aappend(self, session_id: str, messages: Sequence[Message]) -> list[int]: ...
+    async def aread(
+        self, session_id: str, *, after: int = 0, limit: int | None = None
+    ) -> list[StoredMessage]: ...
+    async def aread_last(self, session_id: str, n: int) -> list[StoredMessage]: ...
+    async def acount(self, session_id: str) -> int: ...
+    async def alast_seq(self, session_id: str) -> int: ...
+    async def aget_state(self, session_id: str, key: str) -> dict[str, Any] | None: ...
+    async def aset_state(self, session_id: str, key: str, value: dict[str, Any]) -> None: ...
+    async def adelete_state(self, session_id: str, key: str) -> None: ...
+    async def aclear(self, session_id: str) -> None: ...
+    async def asessions(self) -> list[str]: ...
+    async def aclose(self) -> None: ...
+
+
+class SyncSessionStore(ABC):
+    """Base for blocking backends: the async twins run the sync methods in a thread."""
+
+    @abstractmethod
+    def append(self, session_id: str, messages: Sequence[Message]) -> list[int]: ...
+
+    @abstractmethod
+    def read(
+        self, session_id: str, *, after: int = 0, limit: int | None = None
+    ) -> list[StoredMessage]: ...
+
+    @abstractmethod
+    def read_last(self, session_id: str, n: int) -> list[StoredMessage]: ...
+
+    @abstractmethod
+    def count(self, session_id: str) -> int: ...
+
+    @abstractmethod
+    def last_seq(self, session_id: str) -> int: ...
+
+    @abstractmethod
+    def get_state(self, session_id: str, key: str) -> dict[str, Any] | None: ...
+
+    @abstractmethod
+    def set_state(self, session_id: str, key: str, value: dict[str, Any]) -> None: ...
+
+    @abstractmethod
+    def delete_state(self, session_id: str, key: str) -> None: ...
+
+    @abstractmethod
+    def clear(self, session_id: str) -> None: ...
+
+    @abstractmethod
+    def sessions(self) -> list[str]: ...
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    async def aappend(self, session_id: str, messages: Sequence[Message]) -> list[int]:
+        return await run_in_executor(self.append, session_id, messages)
+
+    async def aread(
+        self, session_id: str, *, after: int = 0, limit: int | None = None
+    ) -> list[StoredMessage]:
+        return await run_in_executor(self.read, session_id, after=after, limit=limit)
+
+    async def aread_last(self, session_id: str, n: int) -> list[StoredMessage]:
+        return await run_in_executor(self.read_last, session_id, n)
+
+    async def acount(self, session_id: str) -> int:
+        return await run_in_executor(self.count, session_id)
+
+    async def alast_seq(self, session_id: str) -> int:
+        return await run_in_executor(self.last_seq, session_id)
+
+    async def aget_state(self, session_id: str, key: str) -> dict[str, Any] | None:
+        return await run_in_executor(self.get_state, session_id, key)
+
+    async def aset_state(self, session_id: str, key: str, value: dict[str, Any]) -> None:
+        await run_in_executor(self.set_state, session_id, key, value)
+
+    async def adelete_state(self, session_id: str, key: str) -> None:
+        await run_in_executor(self.delete_state, session_id, key)
+
+    async def aclear(self, session_id: str) -> None:
+        await run_in_executor(self.clear, session_id)
+
+    async def asessions(self) -> list[str]:
+        return await run_in_executor(self.sessions)
+
+    async def aclose(self) -> None:
+        await run_in_executor(self.close)

@@ -1,0 +1,108 @@
+"""In-process session store: for tests, notebooks and short-lived agents."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from agentmem.errors import StoreClosedError
+from agentmem.stores.base import StoredMessage, SyncSessionStore, dump_state, validate_session_id
+from agentmem.types import Message
+
+__all__ = ["InMemorySessionStore"]
+
+
+class InMemorySessionStore(SyncSessionStore):
+    """Session store held in this process's memory (lost when it exits). Thread-safe.
+
+    Example:
+        >>> store = InMemorySessionStore()
+        >>> store.set_state("s1", "summary", {"text": "..."})
+        >>> store.get_state("s1", "summary")
+        {'text': '...'}
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._logs: dict[str, list[StoredMessage]] = {}
+        self._seqs: dict[str, int] = {}
+        self._state: dict[str, dict[str, str]] = {}
+        self._closed = False
+
+    def _check(self, session_id: str) -> None:
+        if self._closed:
+            msg = "InMemorySessionStore is closed"
+            raise StoreClosedError(msg)
+        validate_session_id(session_id)
+
+    def append(self, session_id: str, messages: Sequence[Message]) -> list[int]:
+        self._check(session_id)
+        with self._lock:
+            log = self._logs.setdefault(session_id, [])
+            seq = self._seqs.get(session_id, 0)
+            seqs = list(range(seq + 1, seq + 1 + len(messages)))
+            log.extend(StoredMessage(s, m) for s, m in zip(seqs, messages))
+            if seqs:
+                self._seqs[session_id] = seqs[-1]
+            return seqs
+
+    def read(
+        self, session_id: str, *, after: int = 0, limit: int | None = None
+    ) -> list[StoredMessage]:
+        self._check(session_id)
+        with self._lock:
+            log = self._logs.get(session_id, [])
+            # seqs are contiguous from 1 here, so "after" is an index.
+            start = max(0, after - (log[0].seq - 1)) if log else 0
+            end = None if limit is None else start + max(0, limit)
+            return log[start:end]
+
+    def read_last(self, session_id: str, n: int) -> list[StoredMessage]:
+        self._check(session_id)
+        with self._lock:
+            return self._logs.get(session_id, [])[-n:] if n > 0 else []
+
+    def count(self, session_id: str) -> int:
+        self._check(session_id)
+        with self._lock:
+            return len(self._logs.get(session_id, []))
+
+    def last_seq(self, session_id: str) -> int:
+        self._check(session_id)
+        with self._lock:
+            log = self._logs.get(session_id)
+            return log[-1].seq if log else 0
+
+    def get_state(self, session_id: str, key: str) -> dict[str, Any] | None:
+        self._check(session_id)
+        with self._lock:
+            raw = self._state.get(session_id, {}).get(key)
+        return None if raw is None else dict(json.loads(raw))
+
+    def set_state(self, session_id: str, key: str, value: dict[str, Any]) -> None:
+        self._check(session_id)
+        raw = dump_state(value)
+        with self._lock:
+            self._state.setdefault(session_id, {})[key] = raw
+
+    def delete_state(self, session_id: str, key: str) -> None:
+        self._check(session_id)
+        with self._lock:
+            self._state.get(session_id, {}).pop(key, None)
+
+    def clear(self, session_id: str) -> None:
+        self._check(session_id)
+        with self._lock:
+            self._logs.pop(session_id, None)
+            self._state.pop(session_id, None)
+            # Seqs keep increasing after a clear so cached readers never confuse old and new.
+
+    def sessions(self) -> list[str]:
+        with self._lock:
+            return sorted(set(self._logs) | {s for s, v in self._state.items() if v})
+
+    def close(self) -> None:
+        self._closed = True
+
