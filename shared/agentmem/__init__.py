@@ -19,19 +19,31 @@ from agentmem.errors import (
     StoreError,
     TokenizerUnavailableError,
 )
+from agentmem.short_term import (
+    ConversationBufferMemory,
+    ShortTermMemory,
+    ShortTermView,
+    SlidingWindowMemory,
+    SummaryBufferMemory,
+)
 from agentmem.tokens import TokenCounter
 from agentmem.types import Message, ToolCall
 
 __all__ = [
     "AgentMemError",
     "ConfigurationError",
+    "ConversationBufferMemory",
     "InvalidMessageError",
     "InvalidSessionIdError",
     "InvalidValueError",
     "LLMError",
     "LLMOutputError",
     "Message",
+    "ShortTermMemory",
+    "ShortTermView",
+    "SlidingWindowMemory",
     "StoreError",
+    "SummaryBufferMemory",
     "TokenCounter",
     "TokenizerUnavailableError",
     "ToolCall",

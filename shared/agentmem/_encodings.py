@@ -90,7 +90,7 @@ def _llama_index_cache_dir() -> Path | None:
 
 
 def _cache_file(directory: Path, filename: str) -> Path:
-    key = hashlib.sha1((_BLOB + filename).encode()).hexdigest()  # noqa: S324 - tiktoken's cache key
+    key = hashlib.sha1((_BLOB + filename).encode()).hexdigest()  # tiktoken's own cache key
     return directory / key
 
 

@@ -21,7 +21,9 @@ also from the builtin it refines, so ``except ValueError`` keeps working::
 
 Example:
     >>> from agentmem.errors import AgentMemError, InvalidMessageError
-    >>> issubclass(InvalidMessageError, ValueError) and issubclass(InvalidMessageError, AgentMemError)
+    >>> issubclass(InvalidMessageError, ValueError)
+    True
+    >>> issubclass(InvalidMessageError, AgentMemError)
     True
 """
 

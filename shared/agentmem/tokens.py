@@ -41,7 +41,7 @@ import tiktoken
 
 from agentmem._encodings import load_encoding
 from agentmem.errors import ConfigurationError
-from agentmem.types import Message, MessageLike, to_message
+from agentmem.types import MessageLike, to_message
 
 __all__ = ["DEFAULT_ENCODING", "REPLY_PRIMING_TOKENS", "TokenCounter"]
 

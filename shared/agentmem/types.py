@@ -71,7 +71,7 @@ class ToolCall(BaseModel):
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ToolCall:
-        """Parse the OpenAI wire format (``{"id", "function": {"name", "arguments"}}``) or a flat dict."""
+        """Parse the OpenAI wire format (``{"id", "function": {...}}``) or a flat dict."""
         fn = data.get("function")
         if isinstance(fn, Mapping):
             name, arguments = fn.get("name"), fn.get("arguments", "{}")
@@ -206,7 +206,14 @@ class Message(BaseModel):
             msg = f"expected a message dict, got {type(data).__name__}"
             raise InvalidMessageError(msg)
         unknown = set(data) - {
-            "role", "content", "name", "tool_calls", "tool_call_id", "id", "timestamp", "metadata",
+            "role",
+            "content",
+            "name",
+            "tool_calls",
+            "tool_call_id",
+            "id",
+            "timestamp",
+            "metadata",
         }
         if unknown:
             msg = f"unknown message field(s) {sorted(unknown)!r}"
@@ -230,6 +237,13 @@ class Message(BaseModel):
         if fields.get("metadata") is None:
             fields.pop("metadata", None)
         return cls.create(str(data["role"]), data.get("content"), **fields)
+
+    def replace(self, **changes: Any) -> Message:
+        """A validated copy with ``changes`` applied (same id unless changed).
+
+        Unlike ``model_copy``, the copy does not share this message's token-count cache.
+        """
+        return type(self).model_validate({**self.model_dump(), **changes})
 
     def to_json(self) -> str:
         """Lossless JSON (the storage format)."""
@@ -259,4 +273,3 @@ def _describe(exc: ValidationError) -> str:
         text = str(err["msg"]).removeprefix("Value error, ")
         parts.append(f"{where}: {text}")
     return "invalid message: " + "; ".join(parts)
-

@@ -43,7 +43,7 @@ class InMemorySessionStore(SyncSessionStore):
             log = self._logs.setdefault(session_id, [])
             seq = self._seqs.get(session_id, 0)
             seqs = list(range(seq + 1, seq + 1 + len(messages)))
-            log.extend(StoredMessage(s, m) for s, m in zip(seqs, messages))
+            log.extend(StoredMessage(s, m) for s, m in zip(seqs, messages, strict=True))
             if seqs:
                 self._seqs[session_id] = seqs[-1]
             return seqs
@@ -105,4 +105,3 @@ class InMemorySessionStore(SyncSessionStore):
 
     def close(self) -> None:
         self._closed = True
-

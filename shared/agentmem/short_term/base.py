@@ -1,0 +1,316 @@
+"""Shared machinery of the short-term memories: the log mirror, appends and budgeted views.
+
+Every short-term memory keeps the whole conversation in an append-only
+:class:`~agentmem.stores.SessionStore` log and shows the model a *view* of it. Views:
+
+* never start with a tool result, and never separate an assistant tool call from its
+  results (a call and its results are kept or dropped together);
+* keep system messages first when ``preserve_system`` is on;
+* fit the token budget exactly (chat-format count, reply priming included);
+* cost O(messages returned): each message is tokenized once, when first seen.
+
+A single plain message larger than the whole budget stays in the log; if it is the newest
+one, the view shows it cut to fit (listed in ``view.truncated``); otherwise it and
+everything older are omitted (``view.omitted``).
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from agentmem.errors import ConfigurationError
+from agentmem.short_term._log import Unit, _LogMirror
+from agentmem.short_term.view import ShortTermView
+from agentmem.stores.base import SessionStore, validate_session_id
+from agentmem.stores.memory import InMemorySessionStore
+from agentmem.tokens import REPLY_PRIMING_TOKENS, TokenCounter
+from agentmem.types import Message, MessageLike, ToolCall, to_message
+
+__all__ = ["ShortTermMemory", "check_limit"]
+
+TRUNCATION_NOTE = "\n[... truncated by agentmem to fit the context budget]"
+
+
+class ShortTermMemory(ABC):
+    """Base class of the short-term memories (template method: subclasses pick the view).
+
+    Args:
+        session_id: The conversation this memory holds.
+        store: Where the log lives; an :class:`InMemorySessionStore` by default.
+        token_counter: Counts tokens for the target model; ``TokenCounter(model)`` by default.
+        model: Target model used when no ``token_counter`` is given.
+        preserve_system: Keep system messages at the front of every view.
+    """
+
+    def __init__(
+        self,
+        *,
+        session_id: str = "default",
+        store: SessionStore | None = None,
+        token_counter: TokenCounter | None = None,
+        model: str = "gpt-4o",
+        preserve_system: bool = True,
+    ) -> None:
+        self.session_id = validate_session_id(session_id)
+        self.store: SessionStore = store if store is not None else InMemorySessionStore()
+        self.token_counter = token_counter if token_counter is not None else TokenCounter(model)
+        self.preserve_system = preserve_system
+        self._log = _LogMirror(self.token_counter)
+        self._lock = threading.RLock()
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def add_message(
+        self,
+        role: str,
+        content: object,
+        metadata: Mapping[str, Any] | None = None,
+        *,
+        name: str | None = None,
+        tool_calls: Sequence[ToolCall | Mapping[str, Any]] | None = None,
+        tool_call_id: str | None = None,
+    ) -> Message:
+        """Validate and append one message; returns it.
+
+        Raises:
+            InvalidMessageError: Unknown role, non-string content, malformed tool calls.
+
+        Example:
+            >>> from agentmem import SlidingWindowMemory
+            >>> SlidingWindowMemory(window_size=4).add_message("user", "hi").role
+            'user'
+        """
+        message = _build(role, content, metadata, name, tool_calls, tool_call_id)
+        self.add_messages([message])
+        return message
+
+    async def aadd_message(
+        self,
+        role: str,
+        content: object,
+        metadata: Mapping[str, Any] | None = None,
+        *,
+        name: str | None = None,
+        tool_calls: Sequence[ToolCall | Mapping[str, Any]] | None = None,
+        tool_call_id: str | None = None,
+    ) -> Message:
+        """Async twin of :meth:`add_message`."""
+        message = _build(role, content, metadata, name, tool_calls, tool_call_id)
+        await self.aadd_messages([message])
+        return message
+
+    def add_messages(self, messages: Sequence[MessageLike]) -> list[Message]:
+        """Append several messages atomically (all are validated before any is written)."""
+        batch = [to_message(m) for m in messages]
+        if batch:
+            self.store.append(self.session_id, batch)
+            self._after_append()
+        return batch
+
+    async def aadd_messages(self, messages: Sequence[MessageLike]) -> list[Message]:
+        """Async twin of :meth:`add_messages`."""
+        batch = [to_message(m) for m in messages]
+        if batch:
+            await self.store.aappend(self.session_id, batch)
+            await self._aafter_append()
+        return batch
+
+    def _after_append(self) -> None:
+        """Hook run after each append (the summary memory summarizes here)."""
+
+    async def _aafter_append(self) -> None:
+        """Async twin of :meth:`_after_append`."""
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def refresh(self) -> None:
+        """Pull messages appended since the last read (by any process) into the mirror."""
+        with self._lock:
+            self._log.extend(self.store.read(self.session_id, after=self._log.last_seq))
+
+    async def arefresh(self) -> None:
+        """Async twin of :meth:`refresh`."""
+        new = await self.store.aread(self.session_id, after=self._log.last_seq)
+        with self._lock:
+            self._log.extend(new)
+
+    def get_view(self) -> ShortTermView:
+        """The budgeted view, with what it left out."""
+        self.refresh()
+        with self._lock:
+            return self._view()
+
+    async def aget_view(self) -> ShortTermView:
+        """Async twin of :meth:`get_view`."""
+        await self.arefresh()
+        with self._lock:
+            return self._view()
+
+    def get_messages(self) -> list[dict[str, Any]]:
+        """The budgeted view as OpenAI-style ``{"role", "content", ...}`` dicts."""
+        return self.get_view().to_dicts()
+
+    async def aget_messages(self) -> list[dict[str, Any]]:
+        """Async twin of :meth:`get_messages`."""
+        return (await self.aget_view()).to_dicts()
+
+    def get_token_count(self) -> int:
+        """Exact tokens of the view (chat format, reply priming included)."""
+        return self.get_view().token_count
+
+    async def aget_token_count(self) -> int:
+        """Async twin of :meth:`get_token_count`."""
+        return (await self.aget_view()).token_count
+
+    def get_all_messages(self) -> list[dict[str, Any]]:
+        """The whole log, oldest first, as dicts (nothing is ever dropped from it)."""
+        self.refresh()
+        with self._lock:
+            return [m.to_dict() for m in self._log.messages]
+
+    async def aget_all_messages(self) -> list[dict[str, Any]]:
+        """Async twin of :meth:`get_all_messages`."""
+        await self.arefresh()
+        with self._lock:
+            return [m.to_dict() for m in self._log.messages]
+
+    def clear(self) -> None:
+        """Delete this session's messages and state from the store."""
+        with self._lock:
+            self.store.clear(self.session_id)
+            self._log.reset()
+            self._on_clear()
+
+    async def aclear(self) -> None:
+        """Async twin of :meth:`clear`."""
+        await self.store.aclear(self.session_id)
+        with self._lock:
+            self._log.reset()
+            self._on_clear()
+
+    def _on_clear(self) -> None:
+        """Hook: forget derived state after :meth:`clear`."""
+
+    # -- views -----------------------------------------------------------------------------
+
+    @abstractmethod
+    def _view(self) -> ShortTermView:
+        """Build the view from ``self._log`` (called with the lock held, log refreshed)."""
+
+    def _window(
+        self,
+        *,
+        max_tokens: int | None,
+        max_messages: int | None = None,
+        lower: int = 0,
+        head: Sequence[Message] = (),
+        summary: str | None = None,
+    ) -> ShortTermView:
+        """The newest units from index ``lower`` on that fit the limits, after ``head``.
+
+        ``head`` (system messages, a summary) is counted first; then units are taken newest
+        first until the next one would break a limit. Contiguous: a unit that does not fit
+        stops the walk, so the view never skips a message to show an older one.
+        """
+        log = self._log
+        system = self._system_head(max_tokens)
+        head = [*system, *head]
+        used = REPLY_PRIMING_TOKENS + sum(self.token_counter.count_message(m) for m in head)
+        budget = None if max_tokens is None else max_tokens - used
+        taken: list[Unit] = []
+        n_taken = 0
+        truncated: list[Message] = []
+        for unit in log.units_backwards(lower, skip_system=self.preserve_system):
+            if unit.orphan:
+                continue
+            size = unit.stop - unit.start
+            if max_messages is not None and n_taken + size > max_messages:
+                break
+            if budget is not None and unit.tokens > budget:
+                if not taken and size == 1:
+                    cut = self._truncate(log.messages[unit.start], budget)
+                    if cut is not None:
+                        truncated.append(cut)
+                break
+            taken.append(unit)
+            n_taken += size
+            if budget is not None:
+                budget -= unit.tokens
+        body = [m for u in reversed(taken) for m in log.messages[u.start : u.stop]] + truncated
+        messages = head + body
+        # Messages neither shown nor before ``lower`` (those a summary covers).
+        eligible = len(log.messages) - lower
+        omitted_system = 0
+        if self.preserve_system:
+            eligible -= sum(1 for i in log.system_indexes if i >= lower)
+            omitted_system = len(log.system_indexes) - len(system)
+        return ShortTermView(
+            messages=messages,
+            token_count=self.token_counter.count_messages(messages),
+            omitted=eligible - len(body) + omitted_system,
+            truncated=[m.id for m in truncated],
+            summary=summary,
+        )
+
+    def _system_head(self, max_tokens: int | None) -> list[Message]:
+        """System messages kept at the front (the newest ones when they alone overflow)."""
+        if not self.preserve_system:
+            return []
+        log = self._log
+        if max_tokens is None:
+            return [log.messages[i] for i in log.system_indexes]
+        budget = max_tokens - REPLY_PRIMING_TOKENS
+        kept: list[int] = []
+        for i in reversed(log.system_indexes):
+            if log.tokens[i] > budget:
+                break
+            kept.append(i)
+            budget -= log.tokens[i]
+        return [log.messages[i] for i in reversed(kept)]
+
+    def _truncate(self, message: Message, budget: int) -> Message | None:
+        """A copy of ``message`` whose content is cut to fit ``budget`` tokens, or None."""
+        counter = self.token_counter
+        frame = counter.count_message(message.replace(content=""))
+        room = budget - frame - counter.count_text(TRUNCATION_NOTE)
+        if room <= 0:
+            return None
+        content = counter.truncate_text(message.content, room) + TRUNCATION_NOTE
+        meta = {**message.metadata, "agentmem_truncated": True}
+        return message.replace(content=content, metadata=meta)
+
+
+def _build(
+    role: str,
+    content: object,
+    metadata: Mapping[str, Any] | None,
+    name: str | None,
+    tool_calls: Sequence[ToolCall | Mapping[str, Any]] | None,
+    tool_call_id: str | None,
+) -> Message:
+    if metadata is not None and not isinstance(metadata, Mapping):
+        msg = f"metadata must be a mapping, got {type(metadata).__name__}"
+        raise ConfigurationError(msg)
+    data: dict[str, Any] = {"role": role, "content": content}
+    if metadata:
+        data["metadata"] = dict(metadata)
+    if name is not None:
+        data["name"] = name
+    if tool_calls:
+        data["tool_calls"] = list(tool_calls)
+    if tool_call_id is not None:
+        data["tool_call_id"] = tool_call_id
+    return Message.from_dict(data)
+
+
+def check_limit(value: int | None, name: str) -> int | None:
+    """Validate an optional positive integer limit (``None`` means no limit)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        msg = f"{name} must be a positive integer or None, got {value!r}"
+        raise ConfigurationError(msg)
+    return value
