@@ -14,11 +14,15 @@ from agentmem.errors import (
     InvalidMessageError,
     InvalidSessionIdError,
     InvalidValueError,
+    LLMConnectionError,
     LLMError,
     LLMOutputError,
+    LLMResponseError,
+    LLMTimeoutError,
     StoreError,
     TokenizerUnavailableError,
 )
+from agentmem.llm import ChatModel, StructuredChatModel, acomplete_json, complete_json
 from agentmem.short_term import (
     ConversationBufferMemory,
     ShortTermMemory,
@@ -31,20 +35,27 @@ from agentmem.types import Message, ToolCall
 
 __all__ = [
     "AgentMemError",
+    "ChatModel",
     "ConfigurationError",
     "ConversationBufferMemory",
     "InvalidMessageError",
     "InvalidSessionIdError",
     "InvalidValueError",
+    "LLMConnectionError",
     "LLMError",
     "LLMOutputError",
+    "LLMResponseError",
+    "LLMTimeoutError",
     "Message",
     "ShortTermMemory",
     "ShortTermView",
     "SlidingWindowMemory",
     "StoreError",
+    "StructuredChatModel",
     "SummaryBufferMemory",
     "TokenCounter",
     "TokenizerUnavailableError",
     "ToolCall",
+    "acomplete_json",
+    "complete_json",
 ]

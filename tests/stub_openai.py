@@ -1,0 +1,245 @@
+"""A local stub of the OpenAI chat-completions endpoint, for integration tests.
+
+The stub listens on ``127.0.0.1`` (a free port) in a background thread and answers
+``POST /v1/chat/completions`` from a scripted queue of behaviours:
+
+- :class:`Reply` — a normal completion whose first choice carries ``text``;
+- :class:`ErrorStatus` — an HTTP error with an OpenAI-style ``{"error": {...}}`` body;
+- :class:`Delay` — wait (longer than the client's timeout, typically), then behave like ``then``;
+- :class:`Malformed` — a 200 response whose body is not a chat completion.
+
+Every request is recorded (path, headers, parsed JSON body) so tests can assert the wire
+format. When the script runs out, the stub answers 500 so a missing script entry fails loudly.
+
+Example:
+    >>> with StubOpenAI([Reply("hello")]) as stub:  # doctest: +SKIP
+    ...     client = openai.OpenAI(base_url=stub.base_url, api_key="test")
+    ...     client.chat.completions.create(model="m", messages=[...])
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+
+__all__ = [
+    "Behaviour",
+    "Delay",
+    "ErrorStatus",
+    "Malformed",
+    "RecordedRequest",
+    "Reply",
+    "StubOpenAI",
+]
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A successful completion whose first choice's message content is ``text``."""
+
+    text: str | None
+    finish_reason: str = "stop"
+
+
+@dataclass(frozen=True)
+class ErrorStatus:
+    """An HTTP error status with an OpenAI-style error body."""
+
+    status: int
+    message: str = "stub error"
+    type: str = "server_error"
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Malformed:
+    """A 200 response whose body is ``body`` verbatim (not a chat completion)."""
+
+    body: bytes = b"this is not json"
+    content_type: str = "application/json"
+
+
+@dataclass(frozen=True)
+class Delay:
+    """Wait ``seconds`` (cut short when the stub stops), then behave like ``then``."""
+
+    seconds: float
+    then: Reply | ErrorStatus | Malformed = field(default_factory=lambda: Reply("late"))
+
+
+Behaviour = Reply | ErrorStatus | Malformed | Delay
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request the stub received."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+class StubOpenAI:
+    """A scripted OpenAI-compatible server on a loopback port. Use as a context manager."""
+
+    def __init__(self, script: Iterable[Behaviour] = (), *, model: str = "stub-model") -> None:
+        self._script: list[Behaviour] = list(script)
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self.model = model
+        self.requests: list[RecordedRequest] = []
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- scripting -------------------------------------------------------------------------
+
+    def enqueue(self, *behaviours: Behaviour) -> None:
+        """Append behaviours to the script."""
+        with self._lock:
+            self._script.extend(behaviours)
+
+    def _next_behaviour(self) -> Behaviour:
+        with self._lock:
+            if self._script:
+                return self._script.pop(0)
+        return ErrorStatus(500, "stub script exhausted: enqueue more behaviours")
+
+    @property
+    def base_url(self) -> str:
+        """The ``base_url`` to give an OpenAI client (ends in ``/v1``)."""
+        if self._server is None:
+            msg = "StubOpenAI is not running; use it as a context manager"
+            raise RuntimeError(msg)
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}/v1"
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> StubOpenAI:
+        """Start serving in a daemon thread."""
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:  # quiet test output
+                return
+
+            def do_POST(self) -> None:
+                stub._handle(self)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving; delayed responses are cut short."""
+        self._stopping.set()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> StubOpenAI:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # -- request handling ------------------------------------------------------------------
+
+    def _handle(self, handler: BaseHTTPRequestHandler) -> None:
+        length = int(handler.headers.get("Content-Length") or 0)
+        raw = handler.rfile.read(length) if length else b""
+        try:
+            body: Any = json.loads(raw) if raw else None
+        except json.JSONDecodeError:
+            body = raw.decode("utf-8", "replace")
+        with self._lock:
+            self.requests.append(
+                RecordedRequest("POST", handler.path, dict(handler.headers.items()), body)
+            )
+        if handler.path.rstrip("/") != "/v1/chat/completions":
+            self._send_json(handler, 404, _error_body(f"no route {handler.path}", "not_found"))
+            return
+        behaviour = self._next_behaviour()
+        if isinstance(behaviour, Delay):
+            self._stopping.wait(behaviour.seconds)
+            behaviour = behaviour.then
+        # The client may have given up (timeout); then there is nobody to answer.
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            self._respond(handler, behaviour)
+
+    def _respond(
+        self, handler: BaseHTTPRequestHandler, behaviour: Reply | ErrorStatus | Malformed
+    ) -> None:
+        if isinstance(behaviour, Reply):
+            self._send_json(handler, 200, self._completion(behaviour))
+        elif isinstance(behaviour, ErrorStatus):
+            body = _error_body(behaviour.message, behaviour.type)
+            self._send_json(handler, behaviour.status, body, behaviour.headers)
+        else:
+            self._send(handler, 200, behaviour.body, behaviour.content_type, {})
+
+    def _completion(self, reply: Reply) -> dict[str, Any]:
+        return {
+            "id": f"chatcmpl-stub-{len(self.requests)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": self.model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": reply.text},
+                    "finish_reason": reply.finish_reason,
+                    "logprobs": None,
+                }
+            ],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        }
+
+    @staticmethod
+    def _send_json(
+        handler: BaseHTTPRequestHandler,
+        status: int,
+        payload: Any,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        data = json.dumps(payload).encode()
+        StubOpenAI._send(handler, status, data, "application/json", headers or {})
+
+    @staticmethod
+    def _send(
+        handler: BaseHTTPRequestHandler,
+        status: int,
+        data: bytes,
+        content_type: str,
+        headers: Mapping[str, str],
+    ) -> None:
+        handler.send_response(status)
+        handler.send_header("Content-Type", content_type)
+        handler.send_header("Content-Length", str(len(data)))
+        for name, value in headers.items():
+            handler.send_header(name, value)
+        handler.end_headers()
+        handler.wfile.write(data)
+
+
+def _error_body(message: str, type_: str) -> dict[str, Any]:
+    return {"error": {"message": message, "type": type_, "param": None, "code": None}}
