@@ -32,6 +32,7 @@ from agentmem.short_term import (
 )
 from agentmem.tokens import TokenCounter
 from agentmem.types import Message, ToolCall
+from agentmem.working import Hypothesis, ScratchpadEntry, Task, TaskStatus, WorkingMemory
 
 __all__ = [
     "AgentMemError",
@@ -40,6 +41,7 @@ __all__ = [
     "ConversationBufferMemory",
     "InvalidMessageError",
     "InvalidSessionIdError",
+    "Hypothesis",
     "InvalidValueError",
     "LLMConnectionError",
     "LLMError",
@@ -47,15 +49,19 @@ __all__ = [
     "LLMResponseError",
     "LLMTimeoutError",
     "Message",
+    "ScratchpadEntry",
     "ShortTermMemory",
     "ShortTermView",
     "SlidingWindowMemory",
     "StoreError",
     "StructuredChatModel",
     "SummaryBufferMemory",
+    "Task",
+    "TaskStatus",
     "TokenCounter",
     "TokenizerUnavailableError",
     "ToolCall",
+    "WorkingMemory",
     "acomplete_json",
     "complete_json",
 ]

@@ -1,0 +1,43 @@
+"""Working memory: the task at hand, per session.
+
+Context variables with TTL (by clock and/or by turns), a bounded scratchpad of reasoning steps,
+a task stack with statuses and hypotheses with confidence and evidence, rendered for the LLM
+within an exact token budget and persisted with the session.
+
+Example:
+    >>> from agentmem.working import WorkingMemory
+    >>> wm = WorkingMemory()
+    >>> _ = wm.add_hypothesis("the cache is stale", 0.6)
+    >>> wm.get_best_hypothesis().text
+    'the cache is stale'
+"""
+
+from agentmem.working._validate import DEFAULT_MAX_VALUE_BYTES, MAX_KEY_LENGTH
+from agentmem.working.memory import STATE_KEY, WorkingMemory
+from agentmem.working.models import (
+    SCHEMA_VERSION,
+    TASK_STATUSES,
+    Hypothesis,
+    ScratchpadEntry,
+    Task,
+    TaskStatus,
+    Variable,
+    WorkingState,
+)
+from agentmem.working.render import render_context
+
+__all__ = [
+    "DEFAULT_MAX_VALUE_BYTES",
+    "MAX_KEY_LENGTH",
+    "SCHEMA_VERSION",
+    "STATE_KEY",
+    "TASK_STATUSES",
+    "Hypothesis",
+    "ScratchpadEntry",
+    "Task",
+    "TaskStatus",
+    "Variable",
+    "WorkingMemory",
+    "WorkingState",
+    "render_context",
+]

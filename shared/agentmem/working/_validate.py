@@ -1,0 +1,166 @@
+"""Input checks for working memory (private). Each returns the normalized value or raises."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from agentmem.errors import ConfigurationError, InvalidValueError
+from agentmem.working.models import TASK_STATUSES
+
+__all__ = [
+    "DEFAULT_MAX_VALUE_BYTES",
+    "MAX_KEY_LENGTH",
+    "check_clock_value",
+    "check_confidence",
+    "check_evidence",
+    "check_key",
+    "check_positive_int",
+    "check_status",
+    "check_text",
+    "check_ttl",
+    "check_ttl_turns",
+    "normalize_value",
+]
+
+DEFAULT_MAX_VALUE_BYTES = 64 * 1024
+MAX_KEY_LENGTH = 256
+
+
+def check_positive_int(value: object, name: str) -> int:
+    """An ``int`` >= 1 (not a bool), else :class:`ConfigurationError`."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        msg = f"{name} must be an integer >= 1, got {value!r}"
+        raise ConfigurationError(msg)
+    return value
+
+
+def check_clock_value(value: object) -> datetime:
+    """What the injected clock returned must be a timezone-aware ``datetime``."""
+    if not isinstance(value, datetime):
+        msg = f"clock() must return a datetime, got {type(value).__name__}"
+        raise ConfigurationError(msg)
+    if value.tzinfo is None or value.utcoffset() is None:
+        msg = (
+            f"clock() returned a naive datetime {value!r}; return a timezone-aware one, "
+            "for example datetime.now(timezone.utc)"
+        )
+        raise ConfigurationError(msg)
+    return value
+
+
+def check_key(key: object) -> str:
+    """A variable key: a non-blank string of at most 256 characters without control characters."""
+    if not isinstance(key, str):
+        msg = f"variable key must be a string, got {type(key).__name__}"
+        raise InvalidValueError(msg)
+    if not key.strip():
+        msg = "variable key must not be empty or blank; use a name such as 'user_city'"
+        raise InvalidValueError(msg)
+    if len(key) > MAX_KEY_LENGTH:
+        msg = f"variable key is {len(key)} characters long; the limit is {MAX_KEY_LENGTH}"
+        raise InvalidValueError(msg)
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in key):
+        msg = f"variable key {key!r} contains control characters (newline, tab, ...); remove them"
+        raise InvalidValueError(msg)
+    return key
+
+
+def normalize_value(key: str, value: object, max_bytes: int) -> Any:
+    """The JSON round trip of ``value``, refusing non-JSON values, NaN/Infinity and huge values."""
+    try:
+        text = json.dumps(value, allow_nan=False, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        msg = (
+            f"value for variable {key!r} must be JSON-serializable without NaN/Infinity "
+            f"(got {type(value).__name__}: {exc}); convert it to str, numbers, lists and dicts"
+        )
+        raise InvalidValueError(msg) from None
+    size = len(text.encode("utf-8"))
+    if size > max_bytes:
+        msg = (
+            f"value for variable {key!r} is {size:,} bytes as JSON; the limit is {max_bytes:,} "
+            "(max_value_bytes); keep large data elsewhere and store a reference to it"
+        )
+        raise InvalidValueError(msg)
+    return json.loads(text)
+
+
+def check_text(text: object, what: str, max_bytes: int) -> str:
+    """Non-blank text of at most ``max_bytes`` UTF-8 bytes."""
+    if not isinstance(text, str):
+        msg = f"{what} must be a string, got {type(text).__name__}"
+        raise InvalidValueError(msg)
+    if not text.strip():
+        msg = f"{what} must not be empty or blank"
+        raise InvalidValueError(msg)
+    size = len(text.encode("utf-8"))
+    if size > max_bytes:
+        msg = f"{what} is {size:,} bytes; the limit is {max_bytes:,} (max_value_bytes)"
+        raise InvalidValueError(msg)
+    return text
+
+
+def check_ttl(ttl: object) -> timedelta | None:
+    """``None``, or a positive finite number of seconds or ``timedelta``."""
+    if ttl is None:
+        return None
+    if isinstance(ttl, timedelta):
+        if ttl <= timedelta(0):
+            msg = f"ttl must be positive, got {ttl!r}; pass None for no expiry"
+            raise InvalidValueError(msg)
+        return ttl
+    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)):
+        msg = f"ttl must be seconds (int or float) or a timedelta, got {type(ttl).__name__}"
+        raise InvalidValueError(msg)
+    if not math.isfinite(ttl) or ttl <= 0:
+        msg = f"ttl must be a positive finite number of seconds, got {ttl!r}"
+        raise InvalidValueError(msg)
+    try:
+        return timedelta(seconds=ttl)
+    except OverflowError:
+        msg = f"ttl of {ttl!r} seconds is too large; pass None for no expiry"
+        raise InvalidValueError(msg) from None
+
+
+def check_ttl_turns(ttl_turns: object) -> int | None:
+    """``None`` or an ``int`` >= 1."""
+    if ttl_turns is None:
+        return None
+    if isinstance(ttl_turns, bool) or not isinstance(ttl_turns, int) or ttl_turns < 1:
+        msg = f"ttl_turns must be an integer >= 1 (turns until expiry), got {ttl_turns!r}"
+        raise InvalidValueError(msg)
+    return ttl_turns
+
+
+def check_confidence(confidence: object) -> float:
+    """A finite number in [0, 1]."""
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)):
+        msg = f"confidence must be a number in [0, 1], got {type(confidence).__name__}"
+        raise InvalidValueError(msg)
+    if not math.isfinite(confidence) or not 0.0 <= confidence <= 1.0:
+        msg = f"confidence must be a finite number in [0, 1], got {confidence!r}"
+        raise InvalidValueError(msg)
+    return float(confidence)
+
+
+def check_evidence(evidence: object, max_bytes: int) -> tuple[str, ...]:
+    """A sequence of non-blank strings (a bare string is refused: wrap it in a list)."""
+    if isinstance(evidence, str) or not isinstance(evidence, Sequence):
+        msg = (
+            f"evidence must be a list of strings, got {type(evidence).__name__}; "
+            "wrap a single observation in a list"
+        )
+        raise InvalidValueError(msg)
+    return tuple(check_text(item, "evidence item", max_bytes) for item in evidence)
+
+
+def check_status(status: object) -> str:
+    """One of the task statuses."""
+    if status not in TASK_STATUSES:
+        msg = f"unknown task status {status!r}; expected one of {', '.join(TASK_STATUSES)}"
+        raise InvalidValueError(msg)
+    return str(status)
