@@ -6,12 +6,15 @@ also from the builtin it refines, so ``except ValueError`` keeps working::
     AgentMemError
     ├── ConfigurationError (ValueError)       bad option, unknown model/encoding, bad ids
     │   ├── InvalidSessionIdError             session id empty, too long or with bad characters
+    │   ├── DimensionMismatchError            embedder dimension differs from the collection's
     │   └── TokenizerUnavailableError (RuntimeError)
     │                                         no tiktoken encoding could be loaded
     ├── InvalidMessageError (ValueError)      unknown role, non-string content, bad tool calls
     ├── InvalidValueError (ValueError)        a value a memory cannot hold (not JSON, NaN, ...)
+    ├── MemoryNotFoundError (KeyError)        no memory with that id in the scope
     ├── StoreError (RuntimeError)             a message/state store failed
     │   ├── StoreClosedError                  used after close()
+    │   ├── StoreLockedError                  another process holds the on-disk store
     │   └── StoreConflictError                a concurrent writer won a compare-and-set
     └── LLMError (RuntimeError)               the language model failed
         ├── LLMTimeoutError (TimeoutError)
@@ -32,6 +35,7 @@ from __future__ import annotations
 __all__ = [
     "AgentMemError",
     "ConfigurationError",
+    "DimensionMismatchError",
     "InvalidMessageError",
     "InvalidSessionIdError",
     "InvalidValueError",
@@ -40,9 +44,11 @@ __all__ = [
     "LLMOutputError",
     "LLMResponseError",
     "LLMTimeoutError",
+    "MemoryNotFoundError",
     "StoreClosedError",
     "StoreConflictError",
     "StoreError",
+    "StoreLockedError",
     "TokenizerUnavailableError",
 ]
 
@@ -59,6 +65,10 @@ class InvalidSessionIdError(ConfigurationError):
     """A session (or user) id is empty, too long, or contains characters we do not allow."""
 
 
+class DimensionMismatchError(ConfigurationError):
+    """The embedder's vector size differs from the one the collection was created with."""
+
+
 class TokenizerUnavailableError(ConfigurationError, RuntimeError):
     """No tiktoken encoding could be loaded (offline and no cached encoding file)."""
 
@@ -71,8 +81,19 @@ class InvalidValueError(AgentMemError, ValueError):
     """A value cannot be held by a memory (not JSON-serializable, NaN, out of range, ...)."""
 
 
+class MemoryNotFoundError(AgentMemError, KeyError):
+    """No memory with the given id exists in the given scope."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0]) if self.args else ""
+
+
 class StoreError(AgentMemError, RuntimeError):
-    """A store (messages, session state) failed to read or write."""
+    """A store (messages, session state, long-term memories) failed to read or write."""
+
+
+class StoreLockedError(StoreError):
+    """Another process has the on-disk store open; embedded stores allow one process."""
 
 
 class StoreClosedError(StoreError):
