@@ -1,0 +1,188 @@
+"""The long-term store protocol, implemented by the Qdrant Edge and qdrant-client backends.
+
+One collection schema for every backend:
+
+* named dense vector ``"dense"`` (cosine, the embedder's dimension);
+* named sparse vector ``"bm25"`` with the IDF modifier (Qdrant computes IDF over the
+  collection, so clients send term frequencies only);
+* payload :meth:`MemoryRecord.to_payload`, with indexes on ``user_id`` (tenant),
+  ``agent_id``, ``session_id``, ``memory_type``, ``subtype``, ``concept``,
+  ``related_concepts``, ``content_hash``, ``is_current``, ``pinned`` (keyword/bool) and
+  ``importance``, ``created_ts``, ``last_accessed_ts`` (float).
+
+Every read and write takes a :class:`Scope`; no method can touch memories outside it.
+
+Ranking (``search``): dense-only is cosine similarity; sparse-only is BM25; with both, the
+two candidate lists (``candidates`` each) are fused with Reciprocal Rank Fusion. A
+:class:`Boost` then adds ``importance_weight * importance`` and
+``recency_weight * 0.5 ** (age_days / half_life_days)`` (age since last access, else since
+creation), computed inside Qdrant's Query API (formula) where the backend supports it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
+
+from agentmem.long_term.records import MemoryRecord, RecordFilter, Scope
+
+__all__ = [
+    "DENSE_VECTOR",
+    "SPARSE_VECTOR",
+    "Boost",
+    "MemoryStore",
+    "ScoredRecord",
+    "SparseVector",
+]
+
+DENSE_VECTOR = "dense"
+SPARSE_VECTOR = "bm25"
+
+
+@dataclass(frozen=True)
+class SparseVector:
+    """A sparse vector: parallel lists of term indices and weights (no duplicates)."""
+
+    indices: list[int]
+    values: list[float]
+
+    def __post_init__(self) -> None:
+        if len(self.indices) != len(self.values):
+            msg = "sparse vector indices and values must have the same length"
+            raise ValueError(msg)
+
+
+@dataclass(frozen=True)
+class Boost:
+    """Score boosts added after retrieval (see the module docstring for the formula).
+
+    Attributes:
+        importance_weight: Weight of the memory's importance in [0, 1].
+        recency_weight: Weight of the recency decay in [0, 1].
+        half_life_days: Age at which the recency term halves.
+        now: Reference time for ages (default: now).
+    """
+
+    importance_weight: float = 0.0
+    recency_weight: float = 0.0
+    half_life_days: float = 30.0
+    now: datetime | None = None
+
+
+class ScoredRecord(NamedTuple):
+    """A search hit: the record, its final score and, when asked, the score's parts.
+
+    ``components`` (with ``explain=True``) may hold ``dense`` (cosine), ``sparse`` (BM25),
+    ``dense_rank``/``sparse_rank`` (1-based ranks in each candidate list), ``fused``
+    (RRF), ``importance_boost``, ``recency_boost`` and ``final``.
+    """
+
+    record: MemoryRecord
+    score: float
+    components: Mapping[str, float] = {}
+
+
+@runtime_checkable
+class MemoryStore(Protocol):
+    """Scoped storage and search of long-term memories, with async twins."""
+
+    @property
+    def dimension(self) -> int:
+        """Size of the dense vectors of the collection."""
+        ...
+
+    def upsert(
+        self,
+        records: Sequence[MemoryRecord],
+        dense: Sequence[Sequence[float]],
+        sparse: Sequence[SparseVector],
+    ) -> None:
+        """Insert or replace records with their vectors (all three sequences aligned)."""
+        ...
+
+    def get(self, scope: Scope, ids: Sequence[str]) -> list[MemoryRecord]:
+        """Records with these ids inside ``scope``, in the order of ``ids``; others skipped."""
+        ...
+
+    def delete(self, scope: Scope, ids: Sequence[str]) -> int:
+        """Delete records with these ids inside ``scope``; returns how many existed."""
+        ...
+
+    def set_fields(self, scope: Scope, ids: Sequence[str], fields: Mapping[str, Any]) -> None:
+        """Patch record fields (importance, access_count, last_accessed_at, valid_to,
+        superseded_by, pinned, metadata) of records inside ``scope``; vectors unchanged."""
+        ...
+
+    def search(
+        self,
+        scope: Scope,
+        *,
+        dense: Sequence[float] | None = None,
+        sparse: SparseVector | None = None,
+        filter: RecordFilter | None = None,
+        limit: int = 10,
+        candidates: int = 50,
+        boost: Boost | None = None,
+        exact: bool = False,
+        explain: bool = False,
+    ) -> list[ScoredRecord]:
+        """Top ``limit`` records in ``scope`` matching ``filter``, best first."""
+        ...
+
+    def scroll(
+        self,
+        scope: Scope,
+        *,
+        filter: RecordFilter | None = None,
+        limit: int = 256,
+        offset: str | None = None,
+        order_by: Literal["created_ts", "last_accessed_ts"] | None = None,
+    ) -> tuple[list[MemoryRecord], str | None]:
+        """A page of records in ``scope``; returns the page and the next offset (or None)."""
+        ...
+
+    def count(self, scope: Scope, *, filter: RecordFilter | None = None) -> int:
+        """How many records in ``scope`` match ``filter``."""
+        ...
+
+    def close(self) -> None:
+        """Flush and release the store. Further use raises ``StoreClosedError``."""
+        ...
+
+    async def aupsert(
+        self,
+        records: Sequence[MemoryRecord],
+        dense: Sequence[Sequence[float]],
+        sparse: Sequence[SparseVector],
+    ) -> None: ...
+    async def aget(self, scope: Scope, ids: Sequence[str]) -> list[MemoryRecord]: ...
+    async def adelete(self, scope: Scope, ids: Sequence[str]) -> int: ...
+    async def aset_fields(
+        self, scope: Scope, ids: Sequence[str], fields: Mapping[str, Any]
+    ) -> None: ...
+    async def asearch(
+        self,
+        scope: Scope,
+        *,
+        dense: Sequence[float] | None = None,
+        sparse: SparseVector | None = None,
+        filter: RecordFilter | None = None,
+        limit: int = 10,
+        candidates: int = 50,
+        boost: Boost | None = None,
+        exact: bool = False,
+        explain: bool = False,
+    ) -> list[ScoredRecord]: ...
+    async def ascroll(
+        self,
+        scope: Scope,
+        *,
+        filter: RecordFilter | None = None,
+        limit: int = 256,
+        offset: str | None = None,
+        order_by: Literal["created_ts", "last_accessed_ts"] | None = None,
+    ) -> tuple[list[MemoryRecord], str | None]: ...
+    async def acount(self, scope: Scope, *, filter: RecordFilter | None = None) -> int: ...
+    async def aclose(self) -> None: ...
