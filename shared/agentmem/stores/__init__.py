@@ -10,16 +10,22 @@ from agentmem.stores.base import (
     SessionStore,
     StoredMessage,
     SyncSessionStore,
+    check_messages,
+    check_state_key,
     dump_state,
     validate_session_id,
 )
 from agentmem.stores.memory import InMemorySessionStore
+from agentmem.stores.sqlite import SQLiteSessionStore
 
 __all__ = [
     "InMemorySessionStore",
+    "SQLiteSessionStore",
     "SessionStore",
     "StoredMessage",
     "SyncSessionStore",
+    "check_messages",
+    "check_state_key",
     "dump_state",
     "validate_session_id",
 ]

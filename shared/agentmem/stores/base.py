@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from agentmem._async import run_in_executor
-from agentmem.errors import InvalidSessionIdError, InvalidValueError
+from agentmem.errors import InvalidMessageError, InvalidSessionIdError, InvalidValueError
 from agentmem.types import Message
 
 __all__ = [
@@ -39,6 +39,8 @@ __all__ = [
     "SessionStore",
     "StoredMessage",
     "SyncSessionStore",
+    "check_messages",
+    "check_state_key",
     "dump_state",
     "validate_session_id",
 ]
@@ -70,6 +72,29 @@ def validate_session_id(session_id: object, *, what: str = "session_id") -> str:
         )
         raise InvalidSessionIdError(msg)
     return session_id
+
+
+def check_state_key(key: object) -> str:
+    """Return ``key`` if it is a usable state key (a non-empty string), else raise."""
+    if not isinstance(key, str) or not key:
+        msg = f"state key must be a non-empty string, got {key!r}"
+        raise InvalidValueError(msg)
+    return key
+
+
+def check_messages(messages: Sequence[object]) -> list[Message]:
+    """Return ``messages`` as a list if every item is a :class:`Message`, else raise.
+
+    Stores take validated messages only; convert dicts with ``agentmem.types.to_message``.
+    """
+    for index, message in enumerate(messages):
+        if not isinstance(message, Message):
+            msg = (
+                f"messages[{index}] is a {type(message).__name__}, not a Message; convert dicts "
+                "with agentmem.types.to_message first"
+            )
+            raise InvalidMessageError(msg)
+    return list(messages)  # type: ignore[arg-type]
 
 
 def dump_state(value: dict[str, Any]) -> str:

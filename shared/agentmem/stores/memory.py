@@ -8,7 +8,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from agentmem.errors import StoreClosedError
-from agentmem.stores.base import StoredMessage, SyncSessionStore, dump_state, validate_session_id
+from agentmem.stores.base import (
+    StoredMessage,
+    SyncSessionStore,
+    check_messages,
+    check_state_key,
+    dump_state,
+    validate_session_id,
+)
 from agentmem.types import Message
 
 __all__ = ["InMemorySessionStore"]
@@ -39,13 +46,15 @@ class InMemorySessionStore(SyncSessionStore):
 
     def append(self, session_id: str, messages: Sequence[Message]) -> list[int]:
         self._check(session_id)
+        batch = check_messages(messages)
+        if not batch:
+            return []
         with self._lock:
             log = self._logs.setdefault(session_id, [])
             seq = self._seqs.get(session_id, 0)
-            seqs = list(range(seq + 1, seq + 1 + len(messages)))
-            log.extend(StoredMessage(s, m) for s, m in zip(seqs, messages, strict=True))
-            if seqs:
-                self._seqs[session_id] = seqs[-1]
+            seqs = list(range(seq + 1, seq + 1 + len(batch)))
+            log.extend(StoredMessage(s, m) for s, m in zip(seqs, batch, strict=True))
+            self._seqs[session_id] = seqs[-1]
             return seqs
 
     def read(
@@ -77,18 +86,21 @@ class InMemorySessionStore(SyncSessionStore):
 
     def get_state(self, session_id: str, key: str) -> dict[str, Any] | None:
         self._check(session_id)
+        check_state_key(key)
         with self._lock:
             raw = self._state.get(session_id, {}).get(key)
         return None if raw is None else dict(json.loads(raw))
 
     def set_state(self, session_id: str, key: str, value: dict[str, Any]) -> None:
         self._check(session_id)
+        check_state_key(key)
         raw = dump_state(value)
         with self._lock:
             self._state.setdefault(session_id, {})[key] = raw
 
     def delete_state(self, session_id: str, key: str) -> None:
         self._check(session_id)
+        check_state_key(key)
         with self._lock:
             self._state.get(session_id, {}).pop(key, None)
 
@@ -100,6 +112,9 @@ class InMemorySessionStore(SyncSessionStore):
             # Seqs keep increasing after a clear so cached readers never confuse old and new.
 
     def sessions(self) -> list[str]:
+        if self._closed:
+            msg = "InMemorySessionStore is closed"
+            raise StoreClosedError(msg)
         with self._lock:
             return sorted(set(self._logs) | {s for s, v in self._state.items() if v})
 

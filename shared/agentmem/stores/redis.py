@@ -1,0 +1,478 @@
+"""Redis session store: the message log and state of each session in a few Redis keys.
+
+Key layout (``prefix`` defaults to ``agentmem``), one hash tag per session so that all of a
+session's keys land in one Redis Cluster slot and every multi-key operation stays legal there:
+
+* ``{prefix}:{<session_id>}:log`` - sorted set, member = message JSON, score = seq.
+  ``read(after, limit)`` is ``ZRANGE (after +inf BYSCORE LIMIT 0 limit`` and ``read_last(n)``
+  is ``ZRANGE -n -1``: both O(log n + k) wherever they start, which a list (O(offset) from the
+  nearest end) would not give for reads from the middle of a long log.
+* ``{prefix}:{<session_id>}:seq`` - the seq counter. It survives ``clear()``, so seqs are
+  never reused within a session (without a TTL the counter stays for good: a few bytes).
+* ``{prefix}:{<session_id>}:ids`` - hash message id -> seq (see *idempotent appends*).
+* ``{prefix}:{<session_id>}:state`` - hash state key -> JSON document.
+* ``{prefix}:sessions`` - sorted set of session ids (score = expiry time, ``+inf`` without
+  TTL), the index behind :meth:`RedisSessionStore.sessions` (no ``KEYS`` scans).
+
+**Atomic appends.** One Lua script increments the counter by the number of new messages and
+adds them to the log in the same step: all or nothing, and no two writers ever get the same
+seq, however many write concurrently.
+
+**Idempotent appends.** A message whose id is already in the session is not stored again;
+``append`` returns its existing seq. So when a connection drops after Redis applied an append
+but before its reply arrived, the client's automatic retry (and your own retry after a
+:class:`~agentmem.errors.StoreError`) cannot duplicate messages. Message ids are random UUIDs
+unless you set them, so distinct messages never collide. (Appending the very same
+``Message`` object twice therefore stores it once, unlike the in-memory store.)
+
+**TTL.** With ``session_ttl``, every write (append, set_state, delete_state) resets the expiry
+of all the session's keys, so a session disappears ``session_ttl`` seconds after its last write.
+
+Example:
+    >>> from agentmem.stores.redis import RedisSessionStore
+    >>> from agentmem.types import Message
+    >>> store = RedisSessionStore.from_url("redis://localhost:6379/0")  # doctest: +SKIP
+    >>> store.append("s1", [Message(role="user", content="hi")])  # doctest: +SKIP
+    [1]
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from typing import Any
+
+import redis
+import redis.asyncio
+import redis.asyncio.retry
+from redis.backoff import ExponentialWithJitterBackoff
+from redis.exceptions import NoScriptError
+from redis.retry import Retry
+
+from agentmem._async import run_in_executor
+from agentmem.errors import ConfigurationError, StoreClosedError
+from agentmem.stores._redis_support import (
+    APPEND,
+    STATE,
+    LuaScript,
+    SessionKeys,
+    address,
+    parse_messages,
+    parse_state,
+    store_errors,
+    text,
+)
+from agentmem.stores.base import StoredMessage, dump_state, validate_session_id
+from agentmem.types import Message
+
+__all__ = ["RedisSessionStore"]
+
+# Entries of the session index whose expiry (by a writer's clock) is older than this are
+# pruned; the margin tolerates clock skew between writers.
+_INDEX_GRACE_SECONDS = 60.0
+_EXISTS_BATCH = 1000
+
+
+class RedisSessionStore:
+    """Session store in Redis (``pip install agentmem[redis]``), sync and native asyncio.
+
+    Args:
+        client: A ``redis.Redis`` for the sync methods.
+        async_client: A ``redis.asyncio.Redis`` for the ``a*`` methods. Without it they run
+            the sync methods in a thread.
+        prefix: First part of every key; stores with different prefixes share nothing.
+        session_ttl: Seconds after its last write at which a session expires (``None``: never).
+
+    Clients you pass in stay yours: :meth:`close` does not close them (as redis-py leaves an
+    injected connection pool open). Clients built by :meth:`from_url` are closed by
+    :meth:`close` (sync client) and :meth:`aclose` (both clients).
+
+    Example:
+        >>> import redis
+        >>> store = RedisSessionStore(redis.Redis(), session_ttl=3600)  # doctest: +SKIP
+        >>> store.set_state("s1", "summary", {"text": "..."})  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        client: redis.Redis | None = None,
+        *,
+        async_client: redis.asyncio.Redis | None = None,
+        prefix: str = "agentmem",
+        session_ttl: float | None = None,
+    ) -> None:
+        if client is None and async_client is None:
+            msg = (
+                "RedisSessionStore needs client=redis.Redis(...) and/or "
+                "async_client=redis.asyncio.Redis(...); or use RedisSessionStore.from_url(url)"
+            )
+            raise ConfigurationError(msg)
+        if not isinstance(prefix, str) or not prefix or "{" in prefix or "}" in prefix:
+            msg = f"prefix must be a non-empty string without braces, got {prefix!r}"
+            raise ConfigurationError(msg)
+        if session_ttl is not None and not (math.isfinite(session_ttl) and session_ttl > 0):
+            msg = f"session_ttl must be a positive number of seconds or None, got {session_ttl!r}"
+            raise ConfigurationError(msg)
+        self._client = client
+        self._async_client = async_client
+        self._prefix = prefix
+        self._ttl_ms = 0 if session_ttl is None else max(1, round(session_ttl * 1000))
+        self._session_ttl = session_ttl
+        self._index = f"{prefix}:sessions"
+        self._where = address(client if client is not None else async_client)  # type: ignore[arg-type]
+        self._owns_clients = False
+        self._closed = False
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        *,
+        prefix: str = "agentmem",
+        session_ttl: float | None = None,
+        retries: int = 10,
+    ) -> RedisSessionStore:
+        """Build the sync and asyncio clients from a URL, retrying on connection errors.
+
+        Each command is retried up to ``retries`` times with exponential backoff and jitter
+        (0.1 s up to 1 s between tries, a few seconds in all), so a restarted or failed-over
+        server is reconnected transparently. Retried appends cannot duplicate messages.
+
+        Example:
+            >>> store = RedisSessionStore.from_url("redis://localhost:6379/0")  # doctest: +SKIP
+        """
+        errors: list[type[redis.RedisError]] = [redis.ConnectionError, redis.TimeoutError]
+        backoff = ExponentialWithJitterBackoff(base=0.1, cap=1.0)
+        try:
+            client = redis.Redis.from_url(
+                url,
+                retry=Retry(backoff, retries, tuple(errors)),
+                retry_on_error=errors,
+                socket_connect_timeout=5,
+            )
+            async_client = redis.asyncio.Redis.from_url(
+                url,
+                retry=redis.asyncio.retry.Retry(backoff, retries, tuple(errors)),
+                retry_on_error=errors,
+                socket_connect_timeout=5,
+            )
+        except ValueError as exc:
+            msg = f"not a usable Redis URL {url!r}: {exc}; expected redis://host:port/db"
+            raise ConfigurationError(msg) from exc
+        store = cls(client, async_client=async_client, prefix=prefix, session_ttl=session_ttl)
+        store._owns_clients = True
+        return store
+
+    # -- plumbing ------------------------------------------------------------------------
+
+    def _sync(self) -> redis.Redis:
+        if self._closed:
+            msg = "RedisSessionStore is closed; create a new store"
+            raise StoreClosedError(msg)
+        if self._client is None:
+            msg = (
+                "this RedisSessionStore has only an async client; use the async methods "
+                "(aappend, aread, ...) or pass client=redis.Redis(...)"
+            )
+            raise ConfigurationError(msg)
+        return self._client
+
+    def _async(self) -> redis.asyncio.Redis | None:
+        if self._closed:
+            msg = "RedisSessionStore is closed; create a new store"
+            raise StoreClosedError(msg)
+        return self._async_client
+
+    def _keys(self, session_id: str) -> SessionKeys:
+        return SessionKeys.of(self._prefix, validate_session_id(session_id))
+
+    def _expiry(self) -> float:
+        return math.inf if self._session_ttl is None else time.time() + self._session_ttl
+
+    def _errors(self, action: str) -> AbstractContextManager[None]:
+        return store_errors(self._where, action)
+
+    def _script_pipeline(
+        self, client: redis.Redis, script: LuaScript, sid: str, keys: SessionKeys, args: list[Any]
+    ) -> Any:
+        # Script then index entry, in one round trip. EVALSHA needs the script cached on the
+        # server; after a restart it is not (NOSCRIPT): load it and run both again, which is
+        # safe because both commands are idempotent.
+        for attempt in (1, 2):
+            pipe = client.pipeline(transaction=False)
+            pipe.evalsha(script.sha, len(keys), *keys, self._ttl_ms, *args)
+            pipe.zadd(self._index, {sid: self._expiry()}, gt=True)
+            try:
+                return pipe.execute()[0]
+            except NoScriptError:
+                if attempt == 2:
+                    raise
+                client.script_load(script.source)
+        return None  # pragma: no cover - the loop returns or raises
+
+    async def _ascript_pipeline(
+        self,
+        client: redis.asyncio.Redis,
+        script: LuaScript,
+        sid: str,
+        keys: SessionKeys,
+        args: list[Any],
+    ) -> Any:
+        for attempt in (1, 2):
+            pipe = client.pipeline(transaction=False)
+            pipe.evalsha(script.sha, len(keys), *keys, self._ttl_ms, *args)
+            pipe.zadd(self._index, {sid: self._expiry()}, gt=True)
+            try:
+                return (await pipe.execute())[0]
+            except NoScriptError:
+                if attempt == 2:
+                    raise
+                await client.script_load(script.source)
+        return None  # pragma: no cover
+
+    @staticmethod
+    def _append_args(messages: Sequence[Message]) -> list[str]:
+        args: list[str] = []
+        for message in messages:
+            args += (message.id, message.to_json())
+        return args
+
+    def _range(self, after: int, limit: int | None) -> dict[str, Any]:
+        page = {} if limit is None else {"offset": 0, "num": limit}
+        return {"start": f"({int(after)}", "end": "+inf", "byscore": True, **page}
+
+    # -- sync API ------------------------------------------------------------------------
+
+    def append(self, session_id: str, messages: Sequence[Message]) -> list[int]:
+        """Append atomically and idempotently (by message id); return the seqs.
+
+        Example:
+            >>> store.append("s1", [Message(role="user", content="hi")])  # doctest: +SKIP
+            [1]
+        """
+        client, keys = self._sync(), self._keys(session_id)
+        if not messages:
+            return []
+        with self._errors(f"appending to session {session_id!r}"):
+            seqs = self._script_pipeline(
+                client, APPEND, session_id, keys, self._append_args(messages)
+            )
+        return [int(s) for s in seqs]
+
+    def read(
+        self, session_id: str, *, after: int = 0, limit: int | None = None
+    ) -> list[StoredMessage]:
+        """Messages with ``seq > after`` in log order, at most ``limit`` of them."""
+        client, keys = self._sync(), self._keys(session_id)
+        if limit is not None and limit <= 0:
+            return []
+        with self._errors(f"reading session {session_id!r}"):
+            rows = client.zrange(keys.log, withscores=True, **self._range(after, limit))
+        return parse_messages(rows)
+
+    def read_last(self, session_id: str, n: int) -> list[StoredMessage]:
+        """The last ``n`` messages, in log order."""
+        client, keys = self._sync(), self._keys(session_id)
+        if n <= 0:
+            return []
+        with self._errors(f"reading session {session_id!r}"):
+            rows = client.zrange(keys.log, -n, -1, withscores=True)
+        return parse_messages(rows)
+
+    def count(self, session_id: str) -> int:
+        """Number of messages in the log."""
+        client, keys = self._sync(), self._keys(session_id)
+        with self._errors(f"counting session {session_id!r}"):
+            return int(client.zcard(keys.log))
+
+    def last_seq(self, session_id: str) -> int:
+        """The highest seq in the log, 0 when it is empty."""
+        client, keys = self._sync(), self._keys(session_id)
+        with self._errors(f"reading session {session_id!r}"):
+            rows = client.zrange(keys.log, -1, -1, withscores=True)
+        return int(rows[0][1]) if rows else 0
+
+    def get_state(self, session_id: str, key: str) -> dict[str, Any] | None:
+        """The JSON state ``key`` of the session, or ``None``."""
+        client, keys = self._sync(), self._keys(session_id)
+        with self._errors(f"reading state {key!r} of session {session_id!r}"):
+            raw = client.hget(keys.state, key)
+        return parse_state(raw)
+
+    def set_state(self, session_id: str, key: str, value: dict[str, Any]) -> None:
+        """Replace the JSON state ``key`` of the session."""
+        client, keys = self._sync(), self._keys(session_id)
+        raw = dump_state(value)
+        with self._errors(f"writing state {key!r} of session {session_id!r}"):
+            self._script_pipeline(client, STATE, session_id, keys, ["set", key, raw])
+
+    def delete_state(self, session_id: str, key: str) -> None:
+        """Remove the JSON state ``key`` (no error if absent)."""
+        client, keys = self._sync(), self._keys(session_id)
+        with self._errors(f"deleting state {key!r} of session {session_id!r}"):
+            self._script_pipeline(client, STATE, session_id, keys, ["del", key])
+
+    def clear(self, session_id: str) -> None:
+        """Delete the session's messages and state (its seq counter stays)."""
+        client, keys = self._sync(), self._keys(session_id)
+        with self._errors(f"clearing session {session_id!r}"):
+            # Unindex after deleting, then re-index if a concurrent append landed meanwhile:
+            # every session that has data stays in the index whatever the interleaving.
+            client.delete(keys.log, keys.ids, keys.state)
+            client.zrem(self._index, session_id)
+            if client.exists(keys.log, keys.state):
+                client.zadd(self._index, {session_id: self._expiry()}, gt=True)
+
+    def sessions(self) -> list[str]:
+        """Ids of sessions that have messages or state, sorted."""
+        client = self._sync()
+        with self._errors("listing sessions"):
+            client.zremrangebyscore(self._index, "-inf", f"({time.time() - _INDEX_GRACE_SECONDS}")
+            candidates = [text(m) for m in client.zrange(self._index, 0, -1)]
+            found: list[str] = []
+            for i in range(0, len(candidates), _EXISTS_BATCH):
+                chunk = candidates[i : i + _EXISTS_BATCH]
+                pipe = client.pipeline(transaction=False)
+                for sid in chunk:
+                    keys = SessionKeys.of(self._prefix, sid)
+                    pipe.exists(keys.log, keys.state)
+                found += [sid for sid, n in zip(chunk, pipe.execute(), strict=True) if n]
+        return sorted(found)
+
+    def close(self) -> None:
+        """Stop using the store; close the sync client if :meth:`from_url` built it.
+
+        In async code call :meth:`aclose` instead: it also closes the asyncio client.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        if self._owns_clients and self._client is not None:
+            self._client.close()
+
+    # -- async API (native redis.asyncio) ------------------------------------------------
+
+    async def aappend(self, session_id: str, messages: Sequence[Message]) -> list[int]:
+        """Async :meth:`append`."""
+        client, keys = self._async(), self._keys(session_id)
+        if client is None:
+            return await run_in_executor(self.append, session_id, messages)
+        if not messages:
+            return []
+        with self._errors(f"appending to session {session_id!r}"):
+            seqs = await self._ascript_pipeline(
+                client, APPEND, session_id, keys, self._append_args(messages)
+            )
+        return [int(s) for s in seqs]
+
+    async def aread(
+        self, session_id: str, *, after: int = 0, limit: int | None = None
+    ) -> list[StoredMessage]:
+        """Async :meth:`read`."""
+        client, keys = self._async(), self._keys(session_id)
+        if client is None:
+            return await run_in_executor(self.read, session_id, after=after, limit=limit)
+        if limit is not None and limit <= 0:
+            return []
+        with self._errors(f"reading session {session_id!r}"):
+            rows = await client.zrange(keys.log, withscores=True, **self._range(after, limit))
+        return parse_messages(rows)
+
+    async def aread_last(self, session_id: str, n: int) -> list[StoredMessage]:
+        """Async :meth:`read_last`."""
+        client, keys = self._async(), self._keys(session_id)
+        if client is None:
+            return await run_in_executor(self.read_last, session_id, n)
+        if n <= 0:
+            return []
+        with self._errors(f"reading session {session_id!r}"):
+            rows = await client.zrange(keys.log, -n, -1, withscores=True)
+        return parse_messages(rows)
+
+    async def acount(self, session_id: str) -> int:
+        """Async :meth:`count`."""
+        client, keys = self._async(), self._keys(session_id)
+        if client is None:
+            return await run_in_executor(self.count, session_id)
+        with self._errors(f"counting session {session_id!r}"):
+            return int(await client.zcard(keys.log))
+
+    async def alast_seq(self, session_id: str) -> int:
+        """Async :meth:`last_seq`."""
+        client, keys = self._async(), self._keys(session_id)
+        if client is None:
+            return await run_in_executor(self.last_seq, session_id)
+        with self._errors(f"reading session {session_id!r}"):
+            rows = await client.zrange(keys.log, -1, -1, withscores=True)
+        return int(rows[0][1]) if rows else 0
+
+    async def aget_state(self, session_id: str, key: str) -> dict[str, Any] | None:
+        """Async :meth:`get_state`."""
+        client, keys = self._async(), self._keys(session_id)
+        if client is None:
+            return await run_in_executor(self.get_state, session_id, key)
+        with self._errors(f"reading state {key!r} of session {session_id!r}"):
+            raw = await client.hget(keys.state, key)
+        return parse_state(raw)
+
+    async def aset_state(self, session_id: str, key: str, value: dict[str, Any]) -> None:
+        """Async :meth:`set_state`."""
+        client, keys = self._async(), self._keys(session_id)
+        if client is None:
+            return await run_in_executor(self.set_state, session_id, key, value)
+        raw = dump_state(value)
+        with self._errors(f"writing state {key!r} of session {session_id!r}"):
+            await self._ascript_pipeline(client, STATE, session_id, keys, ["set", key, raw])
+        return None
+
+    async def adelete_state(self, session_id: str, key: str) -> None:
+        """Async :meth:`delete_state`."""
+        client, keys = self._async(), self._keys(session_id)
+        if client is None:
+            return await run_in_executor(self.delete_state, session_id, key)
+        with self._errors(f"deleting state {key!r} of session {session_id!r}"):
+            await self._ascript_pipeline(client, STATE, session_id, keys, ["del", key])
+        return None
+
+    async def aclear(self, session_id: str) -> None:
+        """Async :meth:`clear`."""
+        client, keys = self._async(), self._keys(session_id)
+        if client is None:
+            return await run_in_executor(self.clear, session_id)
+        with self._errors(f"clearing session {session_id!r}"):
+            await client.delete(keys.log, keys.ids, keys.state)
+            await client.zrem(self._index, session_id)
+            if await client.exists(keys.log, keys.state):
+                await client.zadd(self._index, {session_id: self._expiry()}, gt=True)
+        return None
+
+    async def asessions(self) -> list[str]:
+        """Async :meth:`sessions`."""
+        client = self._async()
+        if client is None:
+            return await run_in_executor(self.sessions)
+        with self._errors("listing sessions"):
+            cutoff = f"({time.time() - _INDEX_GRACE_SECONDS}"
+            await client.zremrangebyscore(self._index, "-inf", cutoff)
+            candidates = [text(m) for m in await client.zrange(self._index, 0, -1)]
+            found: list[str] = []
+            for i in range(0, len(candidates), _EXISTS_BATCH):
+                chunk = candidates[i : i + _EXISTS_BATCH]
+                pipe = client.pipeline(transaction=False)
+                for sid in chunk:
+                    keys = SessionKeys.of(self._prefix, sid)
+                    pipe.exists(keys.log, keys.state)
+                found += [sid for sid, n in zip(chunk, await pipe.execute(), strict=True) if n]
+        return sorted(found)
+
+    async def aclose(self) -> None:
+        """Stop using the store; close both clients if :meth:`from_url` built them."""
+        was_closed, self._closed = self._closed, True
+        if not self._owns_clients:
+            return
+        if self._async_client is not None:
+            await self._async_client.aclose()
+        if not was_closed and self._client is not None:
+            self._client.close()

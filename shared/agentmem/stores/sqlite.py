@@ -1,0 +1,499 @@
+"""SQLite session store: the embedded default for messages, summaries and working memory.
+
+One file holds every session. The database runs in WAL mode (readers never block the
+writer), waits ``timeout`` seconds for a busy lock instead of failing, and takes the write
+lock up front (``BEGIN IMMEDIATE``) so concurrent writers, in threads or in other
+processes, queue up rather than fail half-way.
+
+Example:
+    >>> from agentmem.stores.sqlite import SQLiteSessionStore
+    >>> from agentmem.types import Message
+    >>> with SQLiteSessionStore(":memory:") as store:
+    ...     store.append("s1", [Message(role="user", content="hi")])
+    [1]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from agentmem.errors import (
+    ConfigurationError,
+    StoreClosedError,
+    StoreError,
+)
+from agentmem.stores.base import (
+    StoredMessage,
+    SyncSessionStore,
+    check_messages,
+    check_state_key,
+    dump_state,
+    validate_session_id,
+)
+from agentmem.types import Message
+
+__all__ = ["SCHEMA_VERSION", "SQLiteSessionStore"]
+
+SCHEMA_VERSION = 1
+"""Version of the table layout, kept in ``PRAGMA user_version``."""
+
+# "agmm": marks the file as ours, so we never write our tables into another app's database.
+_APPLICATION_ID = 0x61676D6D
+
+# Messages get a rowid table plus a unique index: bodies can be kilobytes, and SQLite
+# advises WITHOUT ROWID only for small rows. agentmem_sessions keeps each session's last
+# seq even after clear(), so seqs are never reused.
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS agentmem_sessions (
+        session_id TEXT PRIMARY KEY,
+        last_seq INTEGER NOT NULL,
+        message_count INTEGER NOT NULL
+    ) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS agentmem_messages (
+        id INTEGER PRIMARY KEY,
+        session_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        body TEXT NOT NULL,
+        UNIQUE (session_id, seq)
+    )""",
+    """CREATE TABLE IF NOT EXISTS agentmem_state (
+        session_id TEXT NOT NULL,
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        PRIMARY KEY (session_id, key)
+    ) WITHOUT ROWID""",
+)
+
+_IN_MEMORY = (":memory:", "")
+
+
+class SQLiteSessionStore(SyncSessionStore):
+    """Session store in one SQLite file, safe for many threads and many processes.
+
+    The store keeps one connection guarded by a lock: SQLite admits one writer at a time
+    anyway, a single connection also serves ``":memory:"`` databases, and ``close()`` can
+    release it deterministically from any thread. Other processes open their own store on
+    the same path; they serialize on SQLite's file lock.
+
+    Args:
+        path: Database file (created if missing; its directory must exist), or
+            ``":memory:"`` for a private in-memory database.
+        timeout: Seconds to wait for another writer's lock before raising
+            :class:`~agentmem.errors.StoreError`.
+        synchronous: ``"normal"`` (default) never corrupts the database and loses nothing
+            when the process crashes; a power cut may drop the last few commits.
+            ``"full"`` also survives power cuts, at the cost of an fsync per write.
+
+    Raises:
+        StoreError: The file cannot be opened, is not an agentmem database, is corrupted,
+            or was written by a newer agentmem.
+
+    Example:
+        >>> from agentmem.types import Message
+        >>> store = SQLiteSessionStore(":memory:")
+        >>> store.append("s1", [Message(role="user", content="hi")])
+        [1]
+        >>> store.count("s1")
+        1
+        >>> store.close()
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        timeout: float = 30.0,
+        synchronous: Literal["normal", "full"] = "normal",
+    ) -> None:
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0:
+            msg = f"timeout must be a number of seconds >= 0, got {timeout!r}"
+            raise ConfigurationError(msg)
+        if synchronous not in ("normal", "full"):
+            msg = f"synchronous must be 'normal' or 'full', got {synchronous!r}"
+            raise ConfigurationError(msg)
+        self._path = os.fspath(path)
+        self._timeout = float(timeout)
+        self._lock = threading.Lock()
+        self._pid = os.getpid()
+        self._conn: sqlite3.Connection | None = self._connect(synchronous)
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        timeout: float = 30.0,
+        synchronous: Literal["normal", "full"] = "normal",
+    ) -> SQLiteSessionStore:
+        """Open (or create) the store at ``path``, creating missing parent directories.
+
+        Example:
+            >>> import tempfile, pathlib
+            >>> tmp = pathlib.Path(tempfile.mkdtemp())
+            >>> store = SQLiteSessionStore.open(tmp / "agentmem" / "sessions.db")
+            >>> store.sessions()
+            []
+            >>> store.close()
+        """
+        if os.fspath(path) not in _IN_MEMORY:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        return cls(path, timeout=timeout, synchronous=synchronous)
+
+    @property
+    def path(self) -> str:
+        """The database path as given (``":memory:"`` for in-memory stores)."""
+        return self._path
+
+    def __repr__(self) -> str:
+        state = "closed" if self._conn is None else "open"
+        return f"SQLiteSessionStore({self._path!r}, {state})"
+
+    def __enter__(self) -> SQLiteSessionStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- connection and schema ------------------------------------------------------------
+
+    def _connect(self, synchronous: str) -> sqlite3.Connection:
+        try:
+            # isolation_level=None: we issue BEGIN IMMEDIATE / COMMIT ourselves.
+            conn = sqlite3.connect(
+                self._path, timeout=self._timeout, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error as exc:
+            raise StoreError(self._describe(exc, "open the session database")) from exc
+        try:
+            with self._errors("open the session database"):
+                conn.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
+                mode = self._switch_to_wal(conn)
+                if mode != "wal" and self._path not in _IN_MEMORY:
+                    msg = (
+                        f"could not switch {self._path!r} to WAL journal mode (it stays in "
+                        f"{mode!r}); WAL needs a local file system with shared-memory support, "
+                        "so keep the database off network drives"
+                    )
+                    raise StoreError(msg)
+                conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
+                self._migrate(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _switch_to_wal(self, conn: sqlite3.Connection) -> str:
+        # When several processes open a fresh file at once, the switch to WAL fails with
+        # "database is locked" at once, without calling the busy handler: retry until timeout.
+        deadline = time.monotonic() + self._timeout
+        delay = 0.005
+        while True:
+            try:
+                return str(conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]).lower()
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() + delay > deadline:
+                    raise
+            time.sleep(delay)
+            delay = min(2 * delay, 0.1)
+
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        if self._schema_ok(conn):
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            # Re-check under the write lock: another process may have created it meanwhile.
+            if not self._schema_ok(conn):
+                for statement in _SCHEMA:
+                    conn.execute(statement)
+                conn.execute(f"PRAGMA application_id = {_APPLICATION_ID}")
+                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            conn.execute("COMMIT")
+        except BaseException:
+            _rollback(conn)
+            raise
+
+    def _schema_ok(self, conn: sqlite3.Connection) -> bool:
+        """True when the schema is current, False when it must be created; raise otherwise."""
+        app_id = int(conn.execute("PRAGMA application_id").fetchone()[0])
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        if app_id not in (0, _APPLICATION_ID) or (app_id == 0 and version != 0):
+            msg = (
+                f"{self._path!r} is a SQLite database of another application (application_id "
+                f"{app_id:#x}, user_version {version}); give agentmem a file of its own"
+            )
+            raise StoreError(msg)
+        if version > SCHEMA_VERSION:
+            msg = (
+                f"{self._path!r} uses session-store schema version {version}, but this "
+                f"agentmem only knows version {SCHEMA_VERSION}; upgrade agentmem to open it"
+            )
+            raise StoreError(msg)
+        return version == SCHEMA_VERSION
+
+    def _describe(self, exc: sqlite3.Error, action: str) -> str:
+        text = str(exc)
+        where = f"session database {self._path!r}"
+        if "locked" in text or "busy" in text:
+            return (
+                f"could not {action}: {where} is locked; another connection held the write "
+                f"lock for more than {self._timeout:g} s. Find the process holding it, or pass "
+                "a larger timeout="
+            )
+        if "unable to open" in text:
+            return (
+                f"could not {action}: cannot open {where} ({text}); check that its directory "
+                "exists and is writable (SQLiteSessionStore.open creates missing directories)"
+            )
+        if type(exc) is sqlite3.DatabaseError or "malformed" in text:
+            return (
+                f"could not {action}: {where} is corrupted or not a SQLite database ({text}); "
+                "restore it from a backup or move it away to start afresh"
+            )
+        return f"could not {action} in {where}: {text}"
+
+    @contextmanager
+    def _errors(self, action: str) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise StoreError(self._describe(exc, action)) from exc
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            msg = f"SQLiteSessionStore({self._path!r}) is closed; open a new store to use it"
+            raise StoreClosedError(msg)
+        if os.getpid() != self._pid:
+            msg = (
+                "this SQLiteSessionStore was opened in another process (before a fork); "
+                "SQLite connections cannot cross fork(), open a new store in this process"
+            )
+            raise StoreError(msg)
+        return self._conn
+
+    @contextmanager
+    def _read(self, action: str) -> Iterator[sqlite3.Connection]:
+        with self._lock, self._errors(action):
+            yield self._connection()
+
+    @contextmanager
+    def _write(self, action: str) -> Iterator[sqlite3.Connection]:
+        """One all-or-nothing transaction holding SQLite's write lock from the start."""
+        with self._lock, self._errors(action):
+            conn = self._connection()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException:
+                _rollback(conn)
+                raise
+
+    def _check(self, session_id: str) -> None:
+        if self._conn is None:
+            self._connection()
+        validate_session_id(session_id)
+
+    # -- messages -------------------------------------------------------------------------
+
+    def append(self, session_id: str, messages: Sequence[Message]) -> list[int]:
+        """Append ``messages`` atomically; return their seqs (strictly increasing).
+
+        Example:
+            >>> from agentmem.types import Message
+            >>> store = SQLiteSessionStore(":memory:")
+            >>> store.append("s1", [Message(role="user", content="a"),
+            ...                     Message(role="assistant", content="b")])
+            [1, 2]
+        """
+        self._check(session_id)
+        bodies = [m.to_json() for m in check_messages(messages)]
+        if not bodies:
+            return []
+        with self._write("append messages") as conn:
+            row = conn.execute(
+                "SELECT last_seq FROM agentmem_sessions WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            first = (row[0] if row else 0) + 1
+            seqs = list(range(first, first + len(bodies)))
+            if row:
+                conn.execute(
+                    "UPDATE agentmem_sessions SET last_seq = ?, message_count = message_count + ? "
+                    "WHERE session_id = ?",
+                    (seqs[-1], len(bodies), session_id),
+                )
+            else:
+                conn.execute(
+                    "INSERT INTO agentmem_sessions (session_id, last_seq, message_count) "
+                    "VALUES (?, ?, ?)",
+                    (session_id, seqs[-1], len(bodies)),
+                )
+            conn.executemany(
+                "INSERT INTO agentmem_messages (session_id, seq, body) VALUES (?, ?, ?)",
+                [(session_id, s, b) for s, b in zip(seqs, bodies, strict=True)],
+            )
+        return seqs
+
+    def read(
+        self, session_id: str, *, after: int = 0, limit: int | None = None
+    ) -> list[StoredMessage]:
+        """Messages with ``seq > after`` in log order, at most ``limit`` of them.
+
+        Example:
+            >>> from agentmem.types import Message
+            >>> store = SQLiteSessionStore(":memory:")
+            >>> _ = store.append("s1", [Message(role="user", content=c) for c in "abc"])
+            >>> [m.message.content for m in store.read("s1", after=1, limit=1)]
+            ['b']
+        """
+        self._check(session_id)
+        if limit is not None and limit <= 0:
+            return []
+        with self._read("read messages") as conn:
+            rows = conn.execute(
+                "SELECT seq, body FROM agentmem_messages WHERE session_id = ? AND seq > ? "
+                "ORDER BY seq LIMIT ?",
+                (session_id, after, -1 if limit is None else limit),
+            ).fetchall()
+        return [self._load(session_id, seq, body) for seq, body in rows]
+
+    def read_last(self, session_id: str, n: int) -> list[StoredMessage]:
+        """The last ``n`` messages of the log, in log order."""
+        self._check(session_id)
+        if n <= 0:
+            return []
+        with self._read("read messages") as conn:
+            rows = conn.execute(
+                "SELECT seq, body FROM agentmem_messages WHERE session_id = ? "
+                "ORDER BY seq DESC LIMIT ?",
+                (session_id, n),
+            ).fetchall()
+        return [self._load(session_id, seq, body) for seq, body in reversed(rows)]
+
+    def count(self, session_id: str) -> int:
+        """Number of messages in the log."""
+        self._check(session_id)
+        with self._read("count messages") as conn:
+            row = conn.execute(
+                "SELECT message_count FROM agentmem_sessions WHERE session_id = ?", (session_id,)
+            ).fetchone()
+        return int(row[0]) if row else 0
+
+    def last_seq(self, session_id: str) -> int:
+        """The highest seq in the log, 0 when it is empty (also right after ``clear``)."""
+        self._check(session_id)
+        with self._read("read the last seq") as conn:
+            row = conn.execute(
+                "SELECT MAX(seq) FROM agentmem_messages WHERE session_id = ?", (session_id,)
+            ).fetchone()
+        return int(row[0]) if row and row[0] is not None else 0
+
+    def _load(self, session_id: str, seq: int, body: str) -> StoredMessage:
+        try:
+            return StoredMessage(int(seq), Message.from_json(body))
+        except ValidationError as exc:
+            msg = (
+                f"message {seq} of session {session_id!r} in {self._path!r} is unreadable "
+                f"(corrupted, or written by an incompatible agentmem): {exc}"
+            )
+            raise StoreError(msg) from exc
+
+    # -- state ----------------------------------------------------------------------------
+
+    def get_state(self, session_id: str, key: str) -> dict[str, Any] | None:
+        """The JSON state ``key`` of the session, or ``None``."""
+        self._check(session_id)
+        check_state_key(key)
+        with self._read("read session state") as conn:
+            row = conn.execute(
+                "SELECT value FROM agentmem_state WHERE session_id = ? AND key = ?",
+                (session_id, key),
+            ).fetchone()
+        if row is None:
+            return None
+        try:
+            return dict(json.loads(row[0]))
+        except (ValueError, TypeError) as exc:
+            msg = f"state {key!r} of session {session_id!r} in {self._path!r} is corrupted: {exc}"
+            raise StoreError(msg) from exc
+
+    def set_state(self, session_id: str, key: str, value: dict[str, Any]) -> None:
+        """Replace the JSON state ``key`` of the session.
+
+        Raises:
+            InvalidValueError: ``value`` is not a JSON object (the stored state is unchanged).
+
+        Example:
+            >>> store = SQLiteSessionStore(":memory:")
+            >>> store.set_state("s1", "summary", {"text": "...", "upto": 12})
+            >>> store.get_state("s1", "summary")
+            {'text': '...', 'upto': 12}
+        """
+        self._check(session_id)
+        check_state_key(key)
+        raw = dump_state(value)
+        with self._write("write session state") as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO agentmem_state (session_id, key, value) VALUES (?, ?, ?)",
+                (session_id, key, raw),
+            )
+
+    def delete_state(self, session_id: str, key: str) -> None:
+        """Remove the JSON state ``key`` (no error if absent)."""
+        self._check(session_id)
+        check_state_key(key)
+        with self._write("delete session state") as conn:
+            conn.execute(
+                "DELETE FROM agentmem_state WHERE session_id = ? AND key = ?", (session_id, key)
+            )
+
+    # -- sessions -------------------------------------------------------------------------
+
+    def clear(self, session_id: str) -> None:
+        """Delete the session's messages and state; later appends still get fresh seqs."""
+        self._check(session_id)
+        with self._write("clear the session") as conn:
+            conn.execute("DELETE FROM agentmem_messages WHERE session_id = ?", (session_id,))
+            conn.execute("DELETE FROM agentmem_state WHERE session_id = ?", (session_id,))
+            conn.execute(
+                "UPDATE agentmem_sessions SET message_count = 0 WHERE session_id = ?",
+                (session_id,),
+            )
+
+    def sessions(self) -> list[str]:
+        """Ids of sessions that have messages or state, sorted."""
+        with self._read("list sessions") as conn:
+            rows = conn.execute(
+                "SELECT session_id FROM agentmem_sessions WHERE message_count > 0 "
+                "UNION SELECT session_id FROM agentmem_state ORDER BY session_id"
+            ).fetchall()
+        return [str(r[0]) for r in rows]
+
+    def close(self) -> None:
+        """Close the connection (waiting for a running operation). Idempotent."""
+        with self._lock:
+            conn, self._conn = self._conn, None
+            if conn is not None and os.getpid() == self._pid:
+                conn.close()
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    # Keep the original error: a failing ROLLBACK (connection already broken) adds nothing.
+    if conn.in_transaction:
+        with suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")

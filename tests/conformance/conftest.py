@@ -1,0 +1,52 @@
+"""Fixtures of the store conformance suite: every test runs once per backend.
+
+* ``store_spec``: where the backend keeps its data (param: memory, sqlite, redis);
+* ``session_store``: an open store on that spec, closed after the test;
+* ``store_factory``: the spec, for tests that open a second handle or a child process
+  (skips for ``memory``, whose data lives in one object).
+
+The ``redis`` param skips while ``agentmem.stores.redis`` or the ``redis_url`` fixture
+(``tests/conftest.py``) is missing.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agentmem.stores.base import SessionStore
+from tests.conformance._backends import BACKENDS, StoreSpec
+
+
+@pytest.fixture(
+    params=[pytest.param(b, marks=pytest.mark.integration) if b == "redis" else b for b in BACKENDS]
+)
+def store_spec(request: pytest.FixtureRequest, tmp_path: Path) -> StoreSpec:
+    backend: str = request.param
+    if backend == "sqlite":
+        return StoreSpec("sqlite", str(tmp_path / "sessions.db"))
+    if backend == "redis":
+        pytest.importorskip("agentmem.stores.redis")
+        try:
+            url = request.getfixturevalue("redis_url")
+        except pytest.FixtureLookupError:
+            pytest.skip("no redis_url fixture (tests/conftest.py) yet")
+        return StoreSpec("redis", str(url), prefix=f"conf-{uuid.uuid4().hex[:12]}")
+    return StoreSpec(backend)
+
+
+@pytest.fixture
+def session_store(store_spec: StoreSpec) -> Iterator[SessionStore]:
+    store = store_spec.open()
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def store_factory(store_spec: StoreSpec) -> StoreSpec:
+    if not store_spec.reopenable:
+        pytest.skip(f"{store_spec.backend} stores cannot be reopened or shared across processes")
+    return store_spec

@@ -1,0 +1,352 @@
+"""Behaviour every session store backend must have (see ``stores/base.py``)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import uuid
+from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agentmem.errors import InvalidSessionIdError, InvalidValueError, StoreClosedError
+from agentmem.stores.base import MAX_SESSION_ID_LENGTH, SessionStore
+from agentmem.types import Message, ToolCall
+
+
+def msgs(*contents: str) -> list[Message]:
+    return [Message(role="user", content=c) for c in contents]
+
+
+def contents(store: SessionStore, session_id: str, **kw: Any) -> list[str]:
+    return [m.message.content for m in store.read(session_id, **kw)]
+
+
+def test_satisfies_the_protocol(session_store: SessionStore) -> None:
+    assert isinstance(session_store, SessionStore)
+
+
+# -- the log ---------------------------------------------------------------------------------
+
+
+def test_append_returns_increasing_seqs_and_read_keeps_order(session_store: SessionStore) -> None:
+    first = session_store.append("s1", msgs("a", "b", "c"))
+    second = session_store.append("s1", msgs("d"))
+    seqs = first + second
+    assert len(seqs) == 4
+    assert seqs[0] >= 1
+    assert all(a < b for a, b in itertools.pairwise(seqs))
+    stored = session_store.read("s1")
+    assert [m.seq for m in stored] == seqs
+    assert [m.message.content for m in stored] == ["a", "b", "c", "d"]
+
+
+def test_append_nothing_returns_no_seqs(session_store: SessionStore) -> None:
+    assert session_store.append("s1", []) == []
+    assert session_store.count("s1") == 0
+    assert session_store.read("s1") == []
+
+
+def test_empty_append_does_not_create_a_session(session_store: SessionStore) -> None:
+    session_store.append("s1", [])
+    assert session_store.sessions() == []
+
+
+def test_read_after_and_limit(session_store: SessionStore) -> None:
+    seqs = session_store.append("s1", msgs(*"abcdefghij"))
+    assert contents(session_store, "s1", after=seqs[3]) == list("efghij")
+    assert contents(session_store, "s1", after=seqs[3], limit=2) == ["e", "f"]
+    assert contents(session_store, "s1", limit=3) == ["a", "b", "c"]
+    assert contents(session_store, "s1", limit=100) == list("abcdefghij")
+    assert contents(session_store, "s1", after=0, limit=0) == []
+    assert contents(session_store, "s1", after=seqs[-1]) == []
+    assert contents(session_store, "s1", after=seqs[-1] + 1000) == []
+
+
+def test_read_last(session_store: SessionStore) -> None:
+    seqs = session_store.append("s1", msgs(*"abcde"))
+    last = session_store.read_last("s1", 3)
+    assert [m.message.content for m in last] == ["c", "d", "e"]
+    assert [m.seq for m in last] == seqs[2:]
+    assert [m.message.content for m in session_store.read_last("s1", 50)] == list("abcde")
+    assert session_store.read_last("s1", 0) == []
+    assert session_store.read_last("s1", -1) == []
+
+
+def test_count_and_last_seq(session_store: SessionStore) -> None:
+    seqs = session_store.append("s1", msgs("a", "b"))
+    seqs += session_store.append("s1", msgs("c"))
+    assert session_store.count("s1") == 3
+    assert session_store.last_seq("s1") == seqs[-1]
+
+
+def test_unknown_session_is_empty(session_store: SessionStore) -> None:
+    assert session_store.read("nobody") == []
+    assert session_store.read_last("nobody", 5) == []
+    assert session_store.count("nobody") == 0
+    assert session_store.last_seq("nobody") == 0
+    assert session_store.get_state("nobody", "summary") is None
+    session_store.delete_state("nobody", "summary")
+    session_store.clear("nobody")
+    assert session_store.sessions() == []
+
+
+def test_sessions_do_not_share_messages(session_store: SessionStore) -> None:
+    session_store.append("s1", msgs("one"))
+    session_store.append("s2", msgs("two", "three"))
+    assert contents(session_store, "s1") == ["one"]
+    assert contents(session_store, "s2") == ["two", "three"]
+    assert session_store.count("s1") == 1
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    batches=st.lists(st.integers(min_value=0, max_value=4), max_size=6),
+    cut=st.integers(min_value=0, max_value=20),
+    limit=st.none() | st.integers(min_value=0, max_value=20),
+    last=st.integers(min_value=0, max_value=20),
+)
+def test_reads_match_a_list_model(
+    session_store: SessionStore, batches: list[int], cut: int, limit: int | None, last: int
+) -> None:
+    sid = f"p-{uuid.uuid4().hex}"
+    model: list[tuple[int, str]] = []
+    for size in batches:
+        texts = [f"m{len(model) + i}" for i in range(size)]
+        model += zip(session_store.append(sid, msgs(*texts)), texts, strict=True)
+    after = model[cut - 1][0] if 0 < cut <= len(model) else 0
+    expected = [t for s, t in model if s > after]
+    expected = expected if limit is None else expected[:limit]
+    assert contents(session_store, sid, after=after, limit=limit) == expected
+    tail = [t for _, t in model][-last:] if last else []
+    assert [m.message.content for m in session_store.read_last(sid, last)] == tail
+    assert session_store.count(sid) == len(model)
+    assert session_store.last_seq(sid) == (model[-1][0] if model else 0)
+
+
+# -- messages survive storage ----------------------------------------------------------------
+
+
+def test_messages_round_trip_losslessly(session_store: SessionStore) -> None:
+    ist = timezone(timedelta(hours=5, minutes=30))
+    original = [
+        Message(role="system", content='You are terse.\nNever "shout".', name="policy"),
+        Message(
+            role="user",
+            content="北京明天天气怎么样？🌧️ 東京も",
+            name="alice",
+            timestamp=datetime(2024, 2, 29, 23, 59, 58, 123456, tzinfo=ist),
+            metadata={"lang": "zh", "scores": [1, 2.5, None, True], "nested": {"k": "värde"}},
+        ),
+        Message(
+            role="assistant",
+            content="",
+            tool_calls=(
+                ToolCall(id="call_1", name="get_weather", arguments='{"city": "北京"}'),
+                ToolCall(id="call_2", name="get_time", arguments="{}"),
+            ),
+        ),
+        Message(role="tool", content='{"temp": -3.5}', tool_call_id="call_1", name="get_weather"),
+        Message(role="assistant", content="Cold: -3.5 °C.\u0000\t end", id="fixed-id"),
+    ]
+    seqs = session_store.append("s1", original)
+    stored = session_store.read("s1")
+    assert [m.seq for m in stored] == seqs
+    for before, after in zip(original, [m.message for m in stored], strict=True):
+        assert after.model_dump() == before.model_dump()
+        assert after.timestamp.utcoffset() == before.timestamp.utcoffset()
+    assert [m.message for m in session_store.read_last("s1", 2)] == original[-2:]
+
+
+# -- state -----------------------------------------------------------------------------------
+
+
+def test_state_set_get_replace_delete(session_store: SessionStore) -> None:
+    value = {"text": "用户喜欢 Python", "upto": 12, "ratio": 0.25, "tags": ["a"], "x": None}
+    session_store.set_state("s1", "summary", value)
+    assert session_store.get_state("s1", "summary") == value
+    session_store.set_state("s1", "summary", {"text": "new"})
+    assert session_store.get_state("s1", "summary") == {"text": "new"}  # replaced, not merged
+    session_store.delete_state("s1", "summary")
+    assert session_store.get_state("s1", "summary") is None
+    session_store.delete_state("s1", "summary")  # absent: no error
+
+
+def test_state_is_copied_in_and_out(session_store: SessionStore) -> None:
+    value: dict[str, Any] = {"items": [1]}
+    session_store.set_state("s1", "working", value)
+    value["items"].append(2)
+    got = session_store.get_state("s1", "working")
+    assert got == {"items": [1]}
+    assert got is not None
+    got["items"].append(3)
+    assert session_store.get_state("s1", "working") == {"items": [1]}
+
+
+def test_state_is_isolated_by_session_and_key(session_store: SessionStore) -> None:
+    session_store.set_state("s1", "k", {"who": "s1"})
+    session_store.set_state("s2", "k", {"who": "s2"})
+    session_store.set_state("s1", "other", {"who": "s1-other"})
+    assert session_store.get_state("s1", "k") == {"who": "s1"}
+    assert session_store.get_state("s2", "k") == {"who": "s2"}
+    session_store.delete_state("s1", "k")
+    assert session_store.get_state("s2", "k") == {"who": "s2"}
+    assert session_store.get_state("s1", "other") == {"who": "s1-other"}
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"x": math.nan},
+        {"x": math.inf},
+        {"x": object()},
+        {"x": {1, 2}},
+        {"x": b"bytes"},
+        ["not", "a", "dict"],
+    ],
+    ids=["nan", "inf", "object", "set", "bytes", "list"],
+)
+def test_unstorable_state_is_refused_and_leaves_state_unchanged(
+    session_store: SessionStore, bad: Any
+) -> None:
+    session_store.set_state("s1", "k", {"ok": 1})
+    with pytest.raises(InvalidValueError):
+        session_store.set_state("s1", "k", bad)
+    with pytest.raises(InvalidValueError):
+        session_store.set_state("s1", "fresh", bad)
+    assert session_store.get_state("s1", "k") == {"ok": 1}
+    assert session_store.get_state("s1", "fresh") is None
+
+
+# -- clear and sessions ----------------------------------------------------------------------
+
+
+def test_clear_removes_messages_and_state_and_never_reuses_seqs(
+    session_store: SessionStore,
+) -> None:
+    old = session_store.append("s1", msgs("a", "b", "c"))
+    session_store.set_state("s1", "summary", {"upto": old[-1]})
+    session_store.append("s2", msgs("keep"))
+    session_store.clear("s1")
+    assert session_store.read("s1") == []
+    assert session_store.count("s1") == 0
+    assert session_store.last_seq("s1") == 0
+    assert session_store.get_state("s1", "summary") is None
+    assert contents(session_store, "s2") == ["keep"]
+
+    new = session_store.append("s1", msgs("fresh"))
+    assert new[0] > old[-1]
+    # A reader that cached seq old[-1] sees only the new message.
+    assert contents(session_store, "s1", after=old[-1]) == ["fresh"]
+    assert contents(session_store, "s1") == ["fresh"]
+
+
+def test_sessions_lists_sessions_with_messages_or_state(session_store: SessionStore) -> None:
+    assert session_store.sessions() == []
+    session_store.append("b-msgs", msgs("x"))
+    session_store.set_state("a-state", "k", {})
+    session_store.append("c-both", msgs("y"))
+    session_store.set_state("c-both", "k", {"v": 1})
+    assert session_store.sessions() == ["a-state", "b-msgs", "c-both"]
+    session_store.clear("c-both")
+    session_store.delete_state("a-state", "k")
+    assert session_store.sessions() == ["b-msgs"]
+
+
+# -- refused input ---------------------------------------------------------------------------
+
+BAD_IDS = ["", "x" * (MAX_SESSION_ID_LENGTH + 1), "a{b}", "{tag}", "a b", "a*", "a/b", "é"]
+
+CALLS: dict[str, Callable[[SessionStore, Any], Any]] = {
+    "append": lambda s, sid: s.append(sid, msgs("x")),
+    "read": lambda s, sid: s.read(sid),
+    "read_last": lambda s, sid: s.read_last(sid, 1),
+    "count": lambda s, sid: s.count(sid),
+    "last_seq": lambda s, sid: s.last_seq(sid),
+    "get_state": lambda s, sid: s.get_state(sid, "k"),
+    "set_state": lambda s, sid: s.set_state(sid, "k", {}),
+    "delete_state": lambda s, sid: s.delete_state(sid, "k"),
+    "clear": lambda s, sid: s.clear(sid),
+}
+
+
+def raises(exc: type[Exception], call: Callable[[SessionStore, Any], Any], *args: Any) -> bool:
+    """True if ``call(*args)`` raises ``exc``; False if it returns; other errors propagate."""
+    try:
+        call(*args)
+    except exc:
+        return True
+    return False
+
+
+@pytest.mark.parametrize("method", CALLS)
+def test_invalid_session_ids_are_refused(session_store: SessionStore, method: str) -> None:
+    call = CALLS[method]
+    accepted = [
+        bad
+        for bad in [*BAD_IDS, None, 42]
+        if not raises(InvalidSessionIdError, call, session_store, bad)
+    ]
+    assert accepted == [], f"{method} accepted invalid session ids"
+    assert session_store.sessions() == []
+
+
+def test_longest_and_punctuated_session_ids_work(session_store: SessionStore) -> None:
+    for sid in ["x" * MAX_SESSION_ID_LENGTH, "user-42:chat.7@team_a"]:
+        session_store.append(sid, msgs("hi"))
+        assert contents(session_store, sid) == ["hi"]
+    assert len(session_store.sessions()) == 2
+
+
+# -- close -----------------------------------------------------------------------------------
+
+
+def test_use_after_close_raises(session_store: SessionStore) -> None:
+    session_store.append("s1", msgs("x"))
+    session_store.close()
+    session_store.close()  # idempotent
+    worked = [n for n, c in CALLS.items() if not raises(StoreClosedError, c, session_store, "s1")]
+    assert worked == [], "these methods still worked after close()"
+    with pytest.raises(StoreClosedError):
+        session_store.sessions()
+
+
+def test_use_after_close_raises_for_session_calls(session_store: SessionStore) -> None:
+    session_store.close()
+    worked = [n for n, c in CALLS.items() if not raises(StoreClosedError, c, session_store, "s1")]
+    assert worked == [], "these methods still worked after close()"
+
+
+# -- async twins -----------------------------------------------------------------------------
+
+
+async def test_async_twins_match_sync(session_store: SessionStore) -> None:
+    s = session_store
+    a_seqs = await s.aappend("s1", msgs("a", "b", "c"))
+    assert a_seqs == [m.seq for m in s.read("s1")]
+    assert await s.aread("s1") == s.read("s1")
+    assert await s.aread("s1", after=a_seqs[0], limit=1) == s.read("s1", after=a_seqs[0], limit=1)
+    assert await s.aread_last("s1", 2) == s.read_last("s1", 2)
+    assert await s.acount("s1") == s.count("s1") == 3
+    assert await s.alast_seq("s1") == s.last_seq("s1") == a_seqs[-1]
+    await s.aset_state("s1", "k", {"v": [1, "二"]})
+    assert await s.aget_state("s1", "k") == s.get_state("s1", "k") == {"v": [1, "二"]}
+    with pytest.raises(InvalidValueError):
+        await s.aset_state("s1", "k", {"v": math.nan})
+    with pytest.raises(InvalidSessionIdError):
+        await s.aread("bad id")
+    assert await s.asessions() == s.sessions() == ["s1"]
+    await s.adelete_state("s1", "k")
+    assert await s.aget_state("s1", "k") is None
+    await s.aclear("s1")
+    assert await s.acount("s1") == 0
+    assert (await s.aappend("s1", msgs("d")))[0] > a_seqs[-1]
+    await s.aclose()
+    with pytest.raises(StoreClosedError):
+        await s.acount("s1")
