@@ -29,6 +29,7 @@ from pydantic import (
     model_validator,
 )
 
+from agentmem._pydantic import describe
 from agentmem.errors import InvalidMessageError
 
 __all__ = ["ROLES", "Message", "MessageLike", "Role", "ToolCall", "to_message", "utcnow"]
@@ -178,7 +179,7 @@ class Message(BaseModel):
         try:
             return cls(role=role, content=content, **fields)  # type: ignore[arg-type]
         except ValidationError as exc:
-            raise InvalidMessageError(_describe(exc)) from None
+            raise InvalidMessageError(describe(exc, "message")) from None
 
     def to_dict(self, *, include_metadata: bool = False) -> dict[str, Any]:
         """The OpenAI wire format; ``metadata``, ``id`` and ``timestamp`` only on request."""
@@ -264,12 +265,3 @@ def to_message(item: MessageLike) -> Message:
     if isinstance(item, Message):
         return item
     return Message.from_dict(item)
-
-
-def _describe(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors():
-        where = ".".join(str(p) for p in err["loc"]) or "message"
-        text = str(err["msg"]).removeprefix("Value error, ")
-        parts.append(f"{where}: {text}")
-    return "invalid message: " + "; ".join(parts)
