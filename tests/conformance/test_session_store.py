@@ -13,7 +13,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentmem.errors import InvalidSessionIdError, InvalidValueError, StoreClosedError
+from agentmem.errors import (
+    InvalidMessageError,
+    InvalidSessionIdError,
+    InvalidValueError,
+    StoreClosedError,
+)
 from agentmem.stores.base import MAX_SESSION_ID_LENGTH, SessionStore
 from agentmem.types import Message, ToolCall
 
@@ -225,6 +230,25 @@ def test_unstorable_state_is_refused_and_leaves_state_unchanged(
 
 
 # -- clear and sessions ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("key", ["", None, 3])
+def test_bad_state_keys_are_refused(session_store: SessionStore, key: Any) -> None:
+    for call in (
+        lambda: session_store.set_state("s1", key, {"a": 1}),
+        lambda: session_store.get_state("s1", key),
+        lambda: session_store.delete_state("s1", key),
+    ):
+        with pytest.raises(InvalidValueError, match="state key"):
+            call()
+    assert session_store.sessions() == []
+
+
+def test_non_messages_are_refused_and_nothing_is_appended(session_store: SessionStore) -> None:
+    bad: list[Any] = [Message(role="user", content="ok"), {"role": "user", "content": "dict"}]
+    with pytest.raises(InvalidMessageError, match=r"messages\[1\]"):
+        session_store.append("s1", bad)
+    assert session_store.read("s1") == []
 
 
 def test_clear_removes_messages_and_state_and_never_reuses_seqs(

@@ -20,6 +20,7 @@ from agentmem.stores.sqlite import SQLiteSessionStore
 
 __all__ = [
     "InMemorySessionStore",
+    "RedisSessionStore",
     "SQLiteSessionStore",
     "SessionStore",
     "StoredMessage",
@@ -29,3 +30,13 @@ __all__ = [
     "dump_state",
     "validate_session_id",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # RedisSessionStore needs the optional ``redis`` package: import it on first use only.
+    if name == "RedisSessionStore":
+        from agentmem.stores.redis import RedisSessionStore
+
+        return RedisSessionStore
+    msg = f"module {__name__!r} has no attribute {name!r}"
+    raise AttributeError(msg)

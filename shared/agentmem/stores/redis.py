@@ -64,7 +64,13 @@ from agentmem.stores._redis_support import (
     store_errors,
     text,
 )
-from agentmem.stores.base import StoredMessage, dump_state, validate_session_id
+from agentmem.stores.base import (
+    StoredMessage,
+    check_messages,
+    check_state_key,
+    dump_state,
+    validate_session_id,
+)
 from agentmem.types import Message
 
 __all__ = ["RedisSessionStore"]
@@ -235,7 +241,7 @@ class RedisSessionStore:
     @staticmethod
     def _append_args(messages: Sequence[Message]) -> list[str]:
         args: list[str] = []
-        for message in messages:
+        for message in check_messages(messages):
             args += (message.id, message.to_json())
         return args
 
@@ -296,6 +302,7 @@ class RedisSessionStore:
 
     def get_state(self, session_id: str, key: str) -> dict[str, Any] | None:
         """The JSON state ``key`` of the session, or ``None``."""
+        check_state_key(key)
         client, keys = self._sync(), self._keys(session_id)
         with self._errors(f"reading state {key!r} of session {session_id!r}"):
             raw = client.hget(keys.state, key)
@@ -303,6 +310,7 @@ class RedisSessionStore:
 
     def set_state(self, session_id: str, key: str, value: dict[str, Any]) -> None:
         """Replace the JSON state ``key`` of the session."""
+        check_state_key(key)
         client, keys = self._sync(), self._keys(session_id)
         raw = dump_state(value)
         with self._errors(f"writing state {key!r} of session {session_id!r}"):
@@ -310,6 +318,7 @@ class RedisSessionStore:
 
     def delete_state(self, session_id: str, key: str) -> None:
         """Remove the JSON state ``key`` (no error if absent)."""
+        check_state_key(key)
         client, keys = self._sync(), self._keys(session_id)
         with self._errors(f"deleting state {key!r} of session {session_id!r}"):
             self._script_pipeline(client, STATE, session_id, keys, ["del", key])
@@ -410,6 +419,7 @@ class RedisSessionStore:
 
     async def aget_state(self, session_id: str, key: str) -> dict[str, Any] | None:
         """Async :meth:`get_state`."""
+        check_state_key(key)
         client, keys = self._async(), self._keys(session_id)
         if client is None:
             return await run_in_executor(self.get_state, session_id, key)
@@ -419,6 +429,7 @@ class RedisSessionStore:
 
     async def aset_state(self, session_id: str, key: str, value: dict[str, Any]) -> None:
         """Async :meth:`set_state`."""
+        check_state_key(key)
         client, keys = self._async(), self._keys(session_id)
         if client is None:
             return await run_in_executor(self.set_state, session_id, key, value)
@@ -429,6 +440,7 @@ class RedisSessionStore:
 
     async def adelete_state(self, session_id: str, key: str) -> None:
         """Async :meth:`delete_state`."""
+        check_state_key(key)
         client, keys = self._async(), self._keys(session_id)
         if client is None:
             return await run_in_executor(self.delete_state, session_id, key)
