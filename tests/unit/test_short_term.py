@@ -342,3 +342,17 @@ def test_sessions_are_isolated_on_one_store() -> None:
     assert b.get_messages() == []
     a.clear()
     assert a.get_all_messages() == []
+
+
+@pytest.mark.parametrize("budget", [20, 60, 500])
+def test_per_call_budget_tightens_the_view(budget: int) -> None:
+    memories = [
+        ConversationBufferMemory(max_tokens=200),
+        SlidingWindowMemory(window_size=50, max_tokens=200),
+        SummaryBufferMemory(llm=ScriptedChatModel(default="sum"), max_tokens=200),
+    ]
+    for memory in memories:
+        _long_chat(memory)
+        view = memory.get_view(max_tokens=budget)
+        assert view.token_count <= min(budget, 200)
+        assert memory.get_view().token_count <= 200

@@ -29,7 +29,7 @@ from agentmem.stores.memory import InMemorySessionStore
 from agentmem.tokens import REPLY_PRIMING_TOKENS, TokenCounter
 from agentmem.types import Message, MessageLike, ToolCall, to_message
 
-__all__ = ["ShortTermMemory", "check_limit"]
+__all__ = ["ShortTermMemory", "check_limit", "tighter"]
 
 TRUNCATION_NOTE = "\n[... truncated by agentmem to fit the context budget]"
 
@@ -137,17 +137,22 @@ class ShortTermMemory(ABC):
         with self._lock:
             self._log.extend(new)
 
-    def get_view(self) -> ShortTermView:
-        """The budgeted view, with what it left out."""
+    def get_view(self, *, max_tokens: int | None = None) -> ShortTermView:
+        """The budgeted view, with what it left out.
+
+        Args:
+            max_tokens: A tighter budget for this view only (the lower of it and the
+                memory's own cap applies), e.g. what is left of a prompt's budget.
+        """
         self.refresh()
         with self._lock:
-            return self._view()
+            return self._view(check_limit(max_tokens, "max_tokens"))
 
-    async def aget_view(self) -> ShortTermView:
+    async def aget_view(self, *, max_tokens: int | None = None) -> ShortTermView:
         """Async twin of :meth:`get_view`."""
         await self.arefresh()
         with self._lock:
-            return self._view()
+            return self._view(check_limit(max_tokens, "max_tokens"))
 
     def get_messages(self) -> list[dict[str, Any]]:
         """The budgeted view as OpenAI-style ``{"role", "content", ...}`` dicts."""
@@ -197,8 +202,12 @@ class ShortTermMemory(ABC):
     # -- views -----------------------------------------------------------------------------
 
     @abstractmethod
-    def _view(self) -> ShortTermView:
-        """Build the view from ``self._log`` (called with the lock held, log refreshed)."""
+    def _view(self, max_tokens: int | None) -> ShortTermView:
+        """Build the view from ``self._log`` (called with the lock held, log refreshed).
+
+        ``max_tokens`` is a per-call budget to combine with the memory's own with
+        :func:`tighter`.
+        """
 
     def _window(
         self,
@@ -304,6 +313,13 @@ def _build(
     if tool_call_id is not None:
         data["tool_call_id"] = tool_call_id
     return Message.from_dict(data)
+
+
+def tighter(a: int | None, b: int | None) -> int | None:
+    """The smaller of two optional limits (``None`` means no limit)."""
+    if a is None:
+        return b
+    return a if b is None else min(a, b)
 
 
 def check_limit(value: int | None, name: str) -> int | None:

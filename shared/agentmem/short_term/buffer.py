@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentmem.short_term.base import ShortTermMemory, check_limit
+from agentmem.short_term.base import ShortTermMemory, check_limit, tighter
 from agentmem.short_term.view import ShortTermView
 
 __all__ = ["ConversationBufferMemory"]
@@ -36,5 +36,5 @@ class ConversationBufferMemory(ShortTermMemory):
         super().__init__(**kwargs)
         self.max_tokens = check_limit(max_tokens, "max_tokens")
 
-    def _view(self) -> ShortTermView:
-        return self._window(max_tokens=self.max_tokens)
+    def _view(self, max_tokens: int | None) -> ShortTermView:
+        return self._window(max_tokens=tighter(max_tokens, self.max_tokens))

@@ -161,13 +161,12 @@ class SummaryBufferMemory(ShortTermMemory):
             )
         return [self._summary_message]
 
-    def _view(self) -> ShortTermView:
+    def _view(self, max_tokens: int | None) -> ShortTermView:
+        budget = min(max_tokens or self.max_tokens, self.max_tokens)
         lower = self._log.index_after(self.watermark)
-        view = self._window(
-            max_tokens=self.max_tokens, lower=lower, head=self._head(), summary=self.summary
-        )
-        if view.token_count > self.max_tokens:  # system messages + summary alone overflow
-            view = self._window(max_tokens=self.max_tokens, lower=lower)
+        view = self._window(max_tokens=budget, lower=lower, head=self._head(), summary=self.summary)
+        if view.token_count > budget:  # system messages + summary alone overflow
+            view = self._window(max_tokens=budget, lower=lower)
         return view
 
     # -- summarizing -----------------------------------------------------------------------

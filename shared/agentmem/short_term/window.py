@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentmem.errors import ConfigurationError
-from agentmem.short_term.base import ShortTermMemory, check_limit
+from agentmem.short_term.base import ShortTermMemory, check_limit, tighter
 from agentmem.short_term.view import ShortTermView
 
 __all__ = ["SlidingWindowMemory"]
@@ -52,5 +52,7 @@ class SlidingWindowMemory(ShortTermMemory):
             msg = "SlidingWindowMemory needs window_size, max_tokens or both"
             raise ConfigurationError(msg)
 
-    def _view(self) -> ShortTermView:
-        return self._window(max_tokens=self.max_tokens, max_messages=self.window_size)
+    def _view(self, max_tokens: int | None) -> ShortTermView:
+        return self._window(
+            max_tokens=tighter(max_tokens, self.max_tokens), max_messages=self.window_size
+        )
