@@ -1,7 +1,9 @@
 """An in-process mirror of one session's message log, with cached token counts (private).
 
 The mirror is filled incrementally from the store (``read(after=last_seq)``), so each
-message is fetched and tokenized once; views walk it backwards in O(messages returned).
+message is fetched once. Token counts are computed lazily, the first time a view reaches a
+message, and kept: a view walks back from the newest message, so even the first view over a
+long history costs O(messages returned), not O(history).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ class _LogMirror:
     counter: TokenCounter
     messages: list[Message] = field(default_factory=list)
     seqs: list[int] = field(default_factory=list)
-    tokens: list[int] = field(default_factory=list)
+    tokens: list[int | None] = field(default_factory=list)
     system_indexes: list[int] = field(default_factory=list)
 
     @property
@@ -51,13 +53,20 @@ class _LogMirror:
                 self.system_indexes.append(len(self.messages))
             self.messages.append(message)
             self.seqs.append(seq)
-            self.tokens.append(self.counter.count_message(message))
+            self.tokens.append(None)
 
     def reset(self) -> None:
         self.messages.clear()
         self.seqs.clear()
         self.tokens.clear()
         self.system_indexes.clear()
+
+    def count(self, index: int) -> int:
+        """Tokens of message ``index`` (computed on first use, then cached)."""
+        count = self.tokens[index]
+        if count is None:
+            count = self.tokens[index] = self.counter.count_message(self.messages[index])
+        return count
 
     def index_after(self, seq: int) -> int:
         """Index of the first message with a seq greater than ``seq`` (binary search)."""
@@ -73,25 +82,25 @@ class _LogMirror:
     def units_backwards(self, lower: int, *, skip_system: bool) -> Iterator[Unit]:
         """Units from the newest message back to index ``lower`` (inclusive), newest first."""
         i = len(self.messages) - 1
-        msgs, tokens = self.messages, self.tokens
+        msgs, count = self.messages, self.count
         while i >= lower:
             msg = msgs[i]
             if skip_system and msg.role == "system":
                 i -= 1
                 continue
             if msg.role != "tool":
-                yield Unit(i, i + 1, tokens[i])
+                yield Unit(i, i + 1, count(i))
                 i -= 1
                 continue
             # A run of tool results: find the assistant call that opened it.
             j = i
             total = 0
             while j >= lower and msgs[j].role == "tool":
-                total += tokens[j]
+                total += count(j)
                 j -= 1
             opener = msgs[j] if j >= lower else None
             if opener is not None and opener.role == "assistant" and opener.tool_calls:
-                yield Unit(j, i + 1, total + tokens[j])
+                yield Unit(j, i + 1, total + count(j))
                 i = j - 1
             else:
                 yield Unit(j + 1, i + 1, total, orphan=True)

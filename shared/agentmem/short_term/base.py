@@ -258,7 +258,10 @@ class ShortTermMemory(ABC):
             omitted_system = len(log.system_indexes) - len(system)
         return ShortTermView(
             messages=messages,
-            token_count=self.token_counter.count_messages(messages),
+            # Same as count_messages(messages), from counts already at hand.
+            token_count=used
+            + sum(u.tokens for u in taken)
+            + sum(self.token_counter.count_message(m) for m in truncated),
             omitted=eligible - len(body) + omitted_system,
             truncated=[m.id for m in truncated],
             summary=summary,
@@ -274,10 +277,10 @@ class ShortTermMemory(ABC):
         budget = max_tokens - REPLY_PRIMING_TOKENS
         kept: list[int] = []
         for i in reversed(log.system_indexes):
-            if log.tokens[i] > budget:
+            if log.count(i) > budget:
                 break
             kept.append(i)
-            budget -= log.tokens[i]
+            budget -= log.count(i)
         return [log.messages[i] for i in reversed(kept)]
 
     def _truncate(self, message: Message, budget: int) -> Message | None:

@@ -294,7 +294,7 @@ class SummaryBufferMemory(ShortTermMemory):
         """Indexes of the oldest messages after the watermark to summarize next (or none)."""
         log, counter = self._log, self.token_counter
         lower = log.index_after(self.watermark)
-        system = sum(log.tokens[i] for i in log.system_indexes) if self.preserve_system else 0
+        system = sum(log.count(i) for i in log.system_indexes) if self.preserve_system else 0
         reserve = counter.count_message(Message(role="system", content=SUMMARY_HEADER + "\n"))
         share = self.max_tokens - REPLY_PRIMING_TOKENS - system - reserve - self.summary_max_tokens
         recent = 0
@@ -315,13 +315,13 @@ class SummaryBufferMemory(ShortTermMemory):
         for i in range(lower, keep_from):
             if self.preserve_system and log.messages[i].role == "system":
                 continue
-            if chunk and used + log.tokens[i] > self.max_input_tokens:
+            if chunk and used + log.count(i) > self.max_input_tokens:
                 # Never end a chunk between a tool call and its results.
                 while chunk and log.messages[chunk[-1] + 1].role == "tool":
                     chunk.pop()
                 break
             chunk.append(i)
-            used += log.tokens[i]
+            used += log.count(i)
         return chunk
 
     def _prompt(self, chunk: Sequence[int]) -> list[dict[str, Any]]:
