@@ -8,6 +8,10 @@ The stub listens on ``127.0.0.1`` (a free port) in a background thread and answe
 - :class:`Delay` — wait (longer than the client's timeout, typically), then behave like ``then``;
 - :class:`Malformed` — a 200 response whose body is not a chat completion.
 
+``POST /v1/embeddings`` takes behaviours from the same queue; there :class:`EmbeddingReply`
+answers each input with :func:`stub_embedding` (a deterministic vector of the text), and
+the error behaviours work as above.
+
 Every request is recorded (path, headers, parsed JSON body) so tests can assert the wire
 format. When the script runs out, the stub answers 500 so a missing script entry fails loudly.
 
@@ -20,6 +24,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import threading
 import time
@@ -32,11 +37,13 @@ from typing import Any
 __all__ = [
     "Behaviour",
     "Delay",
+    "EmbeddingReply",
     "ErrorStatus",
     "Malformed",
     "RecordedRequest",
     "Reply",
     "StubOpenAI",
+    "stub_embedding",
 ]
 
 
@@ -67,14 +74,34 @@ class Malformed:
 
 
 @dataclass(frozen=True)
+class EmbeddingReply:
+    """An embeddings response: :func:`stub_embedding` of each input.
+
+    ``dimension`` defaults to the request's ``dimensions`` (else 8); ``count`` overrides
+    how many vectors are returned (to test clients against a misbehaving server).
+    """
+
+    dimension: int | None = None
+    count: int | None = None
+
+
+def stub_embedding(text: str, dimension: int) -> list[float]:
+    """The vector the stub returns for ``text``: sha256-derived, in [-1, 1]."""
+    digest = hashlib.sha256(text.encode()).digest()
+    return [(digest[i % len(digest)] - 127.5) / 127.5 for i in range(dimension)]
+
+
+@dataclass(frozen=True)
 class Delay:
     """Wait ``seconds`` (cut short when the stub stops), then behave like ``then``."""
 
     seconds: float
-    then: Reply | ErrorStatus | Malformed = field(default_factory=lambda: Reply("late"))
+    then: Reply | ErrorStatus | Malformed | EmbeddingReply = field(
+        default_factory=lambda: Reply("late")
+    )
 
 
-Behaviour = Reply | ErrorStatus | Malformed | Delay
+Behaviour = Reply | ErrorStatus | Malformed | Delay | EmbeddingReply
 
 
 @dataclass(frozen=True)
@@ -175,21 +202,34 @@ class StubOpenAI:
             self.requests.append(
                 RecordedRequest("POST", handler.path, dict(handler.headers.items()), body)
             )
-        if handler.path.rstrip("/") != "/v1/chat/completions":
+        route = handler.path.rstrip("/")
+        if route not in ("/v1/chat/completions", "/v1/embeddings"):
             self._send_json(handler, 404, _error_body(f"no route {handler.path}", "not_found"))
             return
         behaviour = self._next_behaviour()
         if isinstance(behaviour, Delay):
             self._stopping.wait(behaviour.seconds)
             behaviour = behaviour.then
+        wrong = (
+            isinstance(behaviour, EmbeddingReply)
+            if route == "/v1/chat/completions"
+            else isinstance(behaviour, Reply)
+        )
+        if wrong:
+            behaviour = ErrorStatus(500, f"stub: {type(behaviour).__name__} enqueued for {route}")
         # The client may have given up (timeout); then there is nobody to answer.
         with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            self._respond(handler, behaviour)
+            self._respond(handler, behaviour, body)
 
     def _respond(
-        self, handler: BaseHTTPRequestHandler, behaviour: Reply | ErrorStatus | Malformed
+        self,
+        handler: BaseHTTPRequestHandler,
+        behaviour: Reply | ErrorStatus | Malformed | EmbeddingReply,
+        body: Any = None,
     ) -> None:
-        if isinstance(behaviour, Reply):
+        if isinstance(behaviour, EmbeddingReply):
+            self._send_json(handler, 200, self._embeddings(behaviour, body))
+        elif isinstance(behaviour, Reply):
             self._send_json(handler, 200, self._completion(behaviour))
         elif isinstance(behaviour, ErrorStatus):
             body = _error_body(behaviour.message, behaviour.type)
@@ -212,6 +252,26 @@ class StubOpenAI:
                 }
             ],
             "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        }
+
+    def _embeddings(self, reply: EmbeddingReply, body: Any) -> dict[str, Any]:
+        request = body if isinstance(body, dict) else {}
+        inputs = request.get("input", [])
+        inputs = [inputs] if isinstance(inputs, str) else list(inputs)
+        dimension = reply.dimension or request.get("dimensions") or 8
+        data = [
+            {"object": "embedding", "index": i, "embedding": stub_embedding(str(text), dimension)}
+            for i, text in enumerate(inputs)
+        ]
+        if reply.count is not None:  # too few: truncate; too many: repeat the last one
+            data = data[: reply.count]
+            while data and len(data) < reply.count:
+                data.append({**data[-1], "index": len(data)})
+        return {
+            "object": "list",
+            "data": data,
+            "model": request.get("model", self.model),
+            "usage": {"prompt_tokens": len(inputs), "total_tokens": len(inputs)},
         }
 
     @staticmethod

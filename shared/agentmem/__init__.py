@@ -8,6 +8,9 @@ Example:
     [{'role': 'user', 'content': 'I only write Python, tabs not spaces'}]
 """
 
+from agentmem.conflicts import ConflictDecision, ConflictResolver
+from agentmem.consolidation import ConsolidationReport, MemoryConsolidator
+from agentmem.context import BuiltContext
 from agentmem.errors import (
     AgentMemError,
     ConfigurationError,
@@ -22,7 +25,11 @@ from agentmem.errors import (
     StoreError,
     TokenizerUnavailableError,
 )
+from agentmem.forgetting import ForgettingPolicy, ForgettingReport
 from agentmem.llm import ChatModel, StructuredChatModel, acomplete_json, complete_json
+from agentmem.long_term import EpisodicMemory, LongTermMemory, MemoryRecord, SemanticMemory
+from agentmem.manager import MemoryManager
+from agentmem.retrieval import MemoryRetriever
 from agentmem.short_term import (
     ConversationBufferMemory,
     ShortTermMemory,
@@ -36,9 +43,16 @@ from agentmem.working import Hypothesis, ScratchpadEntry, Task, TaskStatus, Work
 
 __all__ = [
     "AgentMemError",
+    "BuiltContext",
     "ChatModel",
     "ConfigurationError",
+    "ConflictDecision",
+    "ConflictResolver",
+    "ConsolidationReport",
     "ConversationBufferMemory",
+    "EpisodicMemory",
+    "ForgettingPolicy",
+    "ForgettingReport",
     "Hypothesis",
     "InvalidMessageError",
     "InvalidSessionIdError",
@@ -48,8 +62,14 @@ __all__ = [
     "LLMOutputError",
     "LLMResponseError",
     "LLMTimeoutError",
+    "LongTermMemory",
+    "MemoryConsolidator",
+    "MemoryManager",
+    "MemoryRecord",
+    "MemoryRetriever",
     "Message",
     "ScratchpadEntry",
+    "SemanticMemory",
     "ShortTermMemory",
     "ShortTermView",
     "SlidingWindowMemory",

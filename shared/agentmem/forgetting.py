@@ -71,12 +71,14 @@ class ForgettingReport:
         examined: Memories looked at.
         pinned: Pinned memories skipped.
         decisions: The memories forgotten (or to forget), lowest retention first.
+        kept: ``(retention, record)`` of unpinned memories that stay, highest first.
     """
 
     dry_run: bool
     examined: int = 0
     pinned: int = 0
     decisions: list[ForgetDecision] = field(default_factory=list)
+    kept: list[tuple[float, MemoryRecord]] = field(default_factory=list)
 
     @property
     def deleted(self) -> int:
@@ -84,12 +86,14 @@ class ForgettingReport:
         return 0 if self.dry_run else len(self.decisions)
 
     def to_text(self, limit: int = 20) -> str:
-        """A short human-readable report."""
+        """A short human-readable report, with the retention of what stays."""
         verb = "would forget" if self.dry_run else "forgot"
         lines = [
             f"Examined {self.examined} memories ({self.pinned} pinned); "
             f"{verb} {len(self.decisions)}."
         ]
+        for retention, record in self.kept[:limit]:
+            lines.append(f"  + {retention:.3f}  kept: {record.content[:70]!r}")
         for d in self.decisions[:limit]:
             lines.append(f"  - {d.retention:.3f}  {d.reason}: {d.record.content[:70]!r}")
         if len(self.decisions) > limit:
@@ -181,6 +185,7 @@ class ForgettingPolicy:
                 reason = f"over capacity ({self.max_memories} per scope), lowest retention"
                 doomed[record.id] = ForgetDecision(record, retention, reason)
         report.decisions = sorted(doomed.values(), key=lambda d: d.retention)
+        report.kept = [(r, rec) for r, rec in reversed(scored) if rec.id not in doomed]
         return report
 
     def _rule(self, record: MemoryRecord, retention: float, now: datetime) -> str | None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import threading
 from collections.abc import Mapping, Sequence
 from types import ModuleType
@@ -25,13 +24,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel
 
 from agentmem._async import run_in_executor
-from agentmem.errors import (
-    ConfigurationError,
-    LLMConnectionError,
-    LLMError,
-    LLMResponseError,
-    LLMTimeoutError,
-)
+from agentmem._openai_errors import import_openai, map_openai_error, redact
+from agentmem.errors import ConfigurationError, LLMError, LLMResponseError
 from agentmem.llm import _as_dicts, acomplete_json, complete_json
 
 if TYPE_CHECKING:
@@ -42,24 +36,6 @@ __all__ = ["OpenAIChatModel"]
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
 _DEFAULT_BASE_URL = "https://api.openai.com/v1"
-_KEY_PATTERN = re.compile(r"\bsk-[A-Za-z0-9_*\-]{3,}")
-_STATUS_HINTS = {
-    400: "the server rejected the request; if it does not support response_format, "
-    "pass json_mode=False",
-    401: "check the API key (api_key=... or OPENAI_API_KEY)",
-    403: "the API key may not access this model; check the key and the model name",
-    404: "check the model name and that base_url ends in /v1",
-    429: "rate limited or out of quota; retry later or raise max_retries",
-}
-
-
-def _import_openai() -> ModuleType:
-    try:
-        import openai
-    except ImportError as exc:
-        msg = "OpenAIChatModel needs the openai package: pip install 'agentmem[openai]'"
-        raise ConfigurationError(msg) from exc
-    return openai
 
 
 class OpenAIChatModel:
@@ -121,7 +97,7 @@ class OpenAIChatModel:
         ):
             msg = f"max_tokens must be a positive int or None, got {max_tokens!r}"
             raise ConfigurationError(msg)
-        self._openai = _import_openai()
+        self._openai: ModuleType = import_openai("OpenAIChatModel")
         self.model = model
         self.timeout = float(timeout)
         self.max_retries = max_retries
@@ -291,38 +267,17 @@ class OpenAIChatModel:
     def _where(self) -> str:
         return f"OpenAI-compatible endpoint {self.base_url} (model {self.model!r})"
 
+    def _keys(self) -> tuple[object, ...]:
+        return (self._api_key, *(getattr(c, "api_key", None) for c in self._clients()))
+
     def _redact(self, text: object) -> str:
-        out = str(text)
-        keys = (self._api_key, *(getattr(c, "api_key", None) for c in self._clients()))
-        for key in keys:
-            if isinstance(key, str) and len(key) >= 4:
-                out = out.replace(key, "***")
-        return _KEY_PATTERN.sub("sk-***", out)
+        return redact(text, self._keys())
 
     def _map_error(self, exc: Exception, client: Any) -> LLMError:
-        sdk = self._openai
-        where = self._where()
-        if isinstance(exc, sdk.APITimeoutError):
-            timeout = getattr(client, "timeout", self.timeout)
-            msg = (
-                f"{where} did not answer within {timeout}s; raise timeout=..., or check that "
-                "the server is up and not overloaded"
-            )
-            return LLMTimeoutError(msg)
-        if isinstance(exc, sdk.APIConnectionError):
-            cause = f": {self._redact(exc.__cause__)}" if exc.__cause__ else ""
-            msg = f"could not connect to {where}{cause}; check base_url and that the server runs"
-            return LLMConnectionError(msg)
-        if isinstance(exc, (sdk.APIStatusError, sdk.APIResponseValidationError)):
-            code = int(exc.status_code)
-            detail = self._redact(getattr(exc, "message", exc))
-            hint = _STATUS_HINTS.get(code, "the server failed; retry later")
-            msg = f"{where} answered HTTP {code}: {detail}; {hint}"
-            return LLMResponseError(msg, status_code=code)
-        if isinstance(exc, json.JSONDecodeError):
-            msg = f"{where} returned a body that is not JSON ({exc}); is it OpenAI-compatible?"
-            return LLMResponseError(msg)
-        return LLMError(f"{where} failed: {self._redact(exc)}")
+        timeout = getattr(client, "timeout", self.timeout)
+        return map_openai_error(
+            self._openai, exc, where=self._where(), timeout=timeout, keys=self._keys()
+        )
 
 
 class _JSONMode:

@@ -15,8 +15,9 @@ Every read and write takes a :class:`Scope`; no method can touch memories outsid
 Ranking (``search``): dense-only is cosine similarity; sparse-only is BM25; with both, the
 two candidate lists (``candidates`` each) are fused with Reciprocal Rank Fusion. A
 :class:`Boost` then adds ``importance_weight * importance`` and
-``recency_weight * 0.5 ** (age_days / half_life_days)`` (age since last access, else since
-creation), computed inside Qdrant's Query API (formula) where the backend supports it.
+``recency_weight * 0.5 ** (age_days / half_life_days)`` (age since the later of last access
+and creation), computed inside Qdrant's Query API (formula) where the backend supports it.
+RRF uses Qdrant's constant: a hit at 1-based rank ``r`` in a list adds ``1 / (r + 1)``.
 """
 
 from __future__ import annotations
@@ -76,7 +77,9 @@ class ScoredRecord(NamedTuple):
 
     ``components`` (with ``explain=True``) may hold ``dense`` (cosine), ``sparse`` (BM25),
     ``dense_rank``/``sparse_rank`` (1-based ranks in each candidate list), ``fused``
-    (RRF), ``importance_boost``, ``recency_boost`` and ``final``.
+    (RRF), ``base`` (the score before boosts), ``importance_boost``, ``recency_boost``,
+    ``boosted_in_qdrant`` (1.0 when Qdrant's formula applied the boosts) and ``final``
+    (equal to ``score``).
     """
 
     record: MemoryRecord
@@ -112,7 +115,11 @@ class MemoryStore(Protocol):
 
     def set_fields(self, scope: Scope, ids: Sequence[str], fields: Mapping[str, Any]) -> None:
         """Patch record fields (importance, access_count, last_accessed_at, valid_to,
-        superseded_by, pinned, metadata) of records inside ``scope``; vectors unchanged."""
+        superseded_by, pinned, metadata) of records inside ``scope``; vectors unchanged.
+
+        Setting ``valid_to`` makes the record non-current. Raises ``MemoryNotFoundError`` if
+        any id is not in ``scope`` and ``InvalidValueError`` for a bad value or field; in
+        both cases nothing is changed."""
         ...
 
     def search(
@@ -140,7 +147,11 @@ class MemoryStore(Protocol):
         offset: str | None = None,
         order_by: Literal["created_ts", "last_accessed_ts"] | None = None,
     ) -> tuple[list[MemoryRecord], str | None]:
-        """A page of records in ``scope``; returns the page and the next offset (or None)."""
+        """A page of records in ``scope``; returns the page and the next offset (or None).
+
+        Without ``order_by`` pages follow id order; with it, newest first. Records without
+        the field (never accessed, for ``last_accessed_ts``) are left out of ordered scrolls.
+        Pass the returned offset, with the same ``order_by``, to get the next page."""
         ...
 
     def count(self, scope: Scope, *, filter: RecordFilter | None = None) -> int:

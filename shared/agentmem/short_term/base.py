@@ -182,6 +182,18 @@ class ShortTermMemory(ABC):
         with self._lock:
             return [m.to_dict() for m in self._log.messages]
 
+    def get_log(self) -> list[Message]:
+        """The whole log as :class:`Message` objects (ids, timestamps, metadata kept)."""
+        self.refresh()
+        with self._lock:
+            return list(self._log.messages)
+
+    async def aget_log(self) -> list[Message]:
+        """Async twin of :meth:`get_log`."""
+        await self.arefresh()
+        with self._lock:
+            return list(self._log.messages)
+
     def clear(self) -> None:
         """Delete this session's messages and state from the store."""
         with self._lock:

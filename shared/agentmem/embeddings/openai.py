@@ -1,0 +1,278 @@
+"""Embeddings from the OpenAI API or any OpenAI-compatible server (``/v1/embeddings``).
+
+Needs the optional dependency: ``pip install 'agentmem[openai]'``. Errors are those of
+:class:`~agentmem.llm_openai.OpenAIChatModel` (:class:`~agentmem.errors.LLMTimeoutError`,
+:class:`~agentmem.errors.LLMConnectionError`, :class:`~agentmem.errors.LLMResponseError`).
+OpenAI's models read at most 8,191 tokens per input; the API rejects longer inputs
+(HTTP 400) rather than truncating them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from agentmem._async import run_in_executor
+from agentmem._openai_errors import STATUS_HINTS, import_openai, map_openai_error, redact
+from agentmem.embeddings.base import check_dimension, validate_text, validate_texts
+from agentmem.errors import ConfigurationError, LLMResponseError
+
+if TYPE_CHECKING:
+    import openai
+
+__all__ = ["OpenAIEmbedder"]
+
+_DEFAULT_BASE_URL = "https://api.openai.com/v1"
+_KNOWN_DIMENSIONS: Mapping[str, int] = {
+    "text-embedding-3-small": 1536,
+    "text-embedding-3-large": 3072,
+    "text-embedding-ada-002": 1536,
+}
+_HINTS: Mapping[int, str] = {
+    **STATUS_HINTS,
+    400: "the server rejected the request; an input may exceed the model's token limit "
+    "(8,191 for OpenAI models), or the model may not support dimensions=",
+}
+_PROBE = "dimension probe"
+
+
+def _check_positive_int(name: str, value: object, *, maximum: int = 2**31) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
+        msg = f"{name} must be an int from 1 to {maximum}, got {value!r}"
+        raise ConfigurationError(msg)
+
+
+class OpenAIEmbedder:
+    """An :class:`~agentmem.embeddings.Embedder` backed by the OpenAI embeddings API.
+
+    Clients are built on first use (the SDK reads ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL``
+    when ``api_key`` / ``base_url`` are not given), or injected. With only ``client``
+    injected, async calls run it in a thread.
+
+    Args:
+        model: Embedding model name.
+        client: An ``openai.OpenAI`` for sync calls.
+        async_client: An ``openai.AsyncOpenAI`` for async calls.
+        base_url: Endpoint of an OpenAI-compatible server (``.../v1``).
+        api_key: API key; local servers accept any placeholder.
+        dimensions: Ask the model for shorter vectors (``text-embedding-3-*`` only).
+        batch_size: Texts per request (the API takes at most 2,048).
+        timeout: Seconds per request before :class:`~agentmem.errors.LLMTimeoutError`.
+        max_retries: Transport retries the SDK makes.
+
+    Example:
+        >>> emb = OpenAIEmbedder("text-embedding-3-small", api_key="sk-...")
+        >>> emb.dimension  # known for OpenAI's models; probed once (one request) otherwise
+        1536
+        >>> emb.embed_query("tabs, not spaces")  # doctest: +SKIP
+        [-0.0123, ...]
+    """
+
+    def __init__(
+        self,
+        model: str = "text-embedding-3-small",
+        *,
+        client: openai.OpenAI | None = None,
+        async_client: openai.AsyncOpenAI | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        dimensions: int | None = None,
+        batch_size: int = 256,
+        timeout: float = 60.0,
+        max_retries: int = 2,
+    ) -> None:
+        if not isinstance(model, str) or not model.strip():
+            msg = f"model must be a non-empty string, got {model!r}"
+            raise ConfigurationError(msg)
+        if (client is not None or async_client is not None) and (base_url or api_key):
+            msg = "pass base_url/api_key to the injected client, not to OpenAIEmbedder as well"
+            raise ConfigurationError(msg)
+        if dimensions is not None:
+            _check_positive_int("dimensions", dimensions)
+        _check_positive_int("batch_size", batch_size, maximum=2048)
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+            msg = f"timeout must be a number > 0, got {timeout!r}"
+            raise ConfigurationError(msg)
+        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+            msg = f"max_retries must be an int >= 0, got {max_retries!r}"
+            raise ConfigurationError(msg)
+        self._openai: ModuleType = import_openai("OpenAIEmbedder")
+        self.model = model
+        self.dimensions = dimensions
+        self.batch_size = batch_size
+        self.timeout = float(timeout)
+        self.max_retries = max_retries
+        self._base_url = base_url
+        self._api_key = api_key
+        self._client = client
+        self._async_client = async_client
+        self._dimension = dimensions or _KNOWN_DIMENSIONS.get(model)
+        self._owned: list[Any] = []  # clients built here, closed by close()/aclose()
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"OpenAIEmbedder(model={self.model!r}, base_url={self.base_url!r})"
+
+    @property
+    def base_url(self) -> str:
+        """The endpoint requests go to."""
+        client = self._client or self._async_client
+        if client is not None:
+            return str(client.base_url)
+        return self._base_url or os.environ.get("OPENAI_BASE_URL") or _DEFAULT_BASE_URL
+
+    @property
+    def model_name(self) -> str:
+        """``openai:<model>`` plus ``@<dimensions>`` when shortened (the cache key part)."""
+        suffix = f"@{self.dimensions}" if self.dimensions else ""
+        return f"openai:{self.model}{suffix}"
+
+    @property
+    def dimension(self) -> int:
+        """Vector length: ``dimensions``, the known size of an OpenAI model, or probed."""
+        if self._dimension is None:
+            vector = self._request([_PROBE])[0]
+            with self._lock:
+                self._dimension = len(vector)
+        return self._dimension
+
+    def close(self) -> None:
+        """Close the sync HTTP client this object built (injected clients are left open).
+
+        An async client built here needs :meth:`aclose`.
+        """
+        with self._lock:
+            client = self._client if self._client in self._owned else None
+            if client is not None:
+                self._owned.remove(client)
+                self._client = None
+        if client is not None:
+            client.close()
+
+    async def aclose(self) -> None:
+        """Close every HTTP client this object built, sync and async."""
+        with self._lock:
+            owned, self._owned = self._owned, []
+            self._client = None if self._client in owned else self._client
+            self._async_client = None if self._async_client in owned else self._async_client
+        for client in owned:
+            if isinstance(client, self._openai.AsyncOpenAI):
+                await client.close()
+            else:
+                client.close()
+
+    # -- Embedder --------------------------------------------------------------------------
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, ``batch_size`` texts per request.
+
+        Raises:
+            InvalidValueError: A text is not a non-blank string.
+            LLMTimeoutError, LLMConnectionError, LLMResponseError: The request failed.
+        """
+        items = validate_texts(texts)
+        out: list[list[float]] = []
+        for start in range(0, len(items), self.batch_size):
+            out.extend(self._request(items[start : start + self.batch_size]))
+        return out
+
+    def embed_query(self, text: str) -> list[float]:
+        """The vector of a query."""
+        return self._request([validate_text(text)])[0]
+
+    async def aembed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        """Async twin of :meth:`embed_documents`."""
+        items = validate_texts(texts)
+        out: list[list[float]] = []
+        for start in range(0, len(items), self.batch_size):
+            out.extend(await self._arequest(items[start : start + self.batch_size]))
+        return out
+
+    async def aembed_query(self, text: str) -> list[float]:
+        """Async twin of :meth:`embed_query`."""
+        return (await self._arequest([validate_text(text)]))[0]
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _kwargs(self, batch: list[str]) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"model": self.model, "input": batch, "encoding_format": "float"}
+        if self.dimensions is not None:
+            kwargs["dimensions"] = self.dimensions
+        return kwargs
+
+    def _request(self, batch: list[str]) -> list[list[float]]:
+        client = self._sync_client()
+        try:
+            response = client.embeddings.create(**self._kwargs(batch))
+        except (self._openai.OpenAIError, json.JSONDecodeError) as exc:
+            raise self._map_error(exc, client) from exc
+        return self._vectors(response, len(batch))
+
+    async def _arequest(self, batch: list[str]) -> list[list[float]]:
+        if self._async_client is None and self._client is not None:
+            return await run_in_executor(self._request, batch)
+        client = self._get_async_client()
+        try:
+            response = await client.embeddings.create(**self._kwargs(batch))
+        except (self._openai.OpenAIError, json.JSONDecodeError) as exc:
+            raise self._map_error(exc, client) from exc
+        return self._vectors(response, len(batch))
+
+    def _vectors(self, response: Any, expected: int) -> list[list[float]]:
+        data = getattr(response, "data", None)
+        if not isinstance(data, list) or len(data) != expected:
+            got = len(data) if isinstance(data, list) else "no"
+            msg = f"{self._where()} returned {got} embeddings for {expected} inputs"
+            raise LLMResponseError(msg)
+        ordered = sorted(data, key=lambda item: int(getattr(item, "index", 0)))
+        vectors = [[float(x) for x in item.embedding] for item in ordered]
+        if self._dimension is not None:
+            check_dimension(vectors, self._dimension, source=self._where())
+        return vectors
+
+    def _sync_client(self) -> openai.OpenAI:
+        with self._lock:
+            if self._client is None:
+                if self._async_client is not None:
+                    msg = "only async_client was injected; pass client= too for sync calls"
+                    raise ConfigurationError(msg)
+                self._client = self._build(self._openai.OpenAI)
+            return self._client
+
+    def _get_async_client(self) -> openai.AsyncOpenAI:
+        with self._lock:
+            if self._async_client is None:
+                self._async_client = self._build(self._openai.AsyncOpenAI)
+            return self._async_client
+
+    def _build(self, factory: Any) -> Any:
+        try:
+            client = factory(
+                api_key=self._api_key,
+                base_url=self._base_url,
+                timeout=self.timeout,
+                max_retries=self.max_retries,
+            )
+        except self._openai.OpenAIError as exc:
+            msg = (
+                f"could not create an OpenAI client for {self._where()}: "
+                f"{redact(exc, (self._api_key,))}. Pass api_key=... or set OPENAI_API_KEY "
+                "(local OpenAI-compatible servers accept any placeholder, e.g. api_key='unused')"
+            )
+            raise ConfigurationError(msg) from exc
+        self._owned.append(client)
+        return client
+
+    def _where(self) -> str:
+        return f"OpenAI-compatible endpoint {self.base_url} (model {self.model!r})"
+
+    def _map_error(self, exc: Exception, client: Any) -> Exception:
+        keys = (self._api_key, getattr(client, "api_key", None))
+        timeout = getattr(client, "timeout", self.timeout)
+        return map_openai_error(
+            self._openai, exc, where=self._where(), timeout=timeout, keys=keys, hints=_HINTS
+        )

@@ -1,0 +1,399 @@
+"""Backend-neutral pieces of the Qdrant stores (private).
+
+Both backends (``qdrant_edge`` and ``qdrant_client``) speak different type systems, so the
+shared logic works on small neutral values defined here and each backend translates them:
+
+* validation of ids, vectors and field patches (before anything is written);
+* payload <-> record conversion;
+* filter conditions built from a :class:`Scope` and a :class:`RecordFilter`;
+* the ranking math (RRF, importance and recency boosts) used to explain a score;
+* the cursor of ordered scrolls.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, NamedTuple
+
+import numpy as np
+from pydantic import ValidationError
+
+from agentmem.errors import DimensionMismatchError, InvalidValueError
+from agentmem.long_term.records import MemoryRecord, RecordFilter, Scope
+from agentmem.long_term.store import Boost, SparseVector
+from agentmem.types import utcnow
+
+__all__ = [
+    "FLOAT_FIELDS",
+    "KEYWORD_FIELDS",
+    "PATCHABLE_FIELDS",
+    "RRF_K",
+    "BoostSpec",
+    "Condition",
+    "HasIds",
+    "Hit",
+    "Match",
+    "OrderSpec",
+    "Patch",
+    "PointData",
+    "QuerySpec",
+    "Range",
+    "boost_terms",
+    "build_conditions",
+    "check_dimension",
+    "decode_cursor",
+    "encode_cursor",
+    "in_scope",
+    "make_patch",
+    "record_from_payload",
+    "record_payload",
+    "rrf_term",
+    "validate_boost",
+    "validate_dense",
+    "validate_ids",
+    "validate_sparse",
+]
+
+#: Qdrant's default RRF constant: a hit at 1-based rank ``r`` adds ``1 / (r + RRF_K - 1)``.
+RRF_K = 2
+
+TENANT_FIELD = "user_id"
+KEYWORD_FIELDS = (
+    "agent_id",
+    "session_id",
+    "memory_type",
+    "subtype",
+    "concept",
+    "related_concepts",
+    "content_hash",
+)
+BOOL_FIELDS = ("is_current", "pinned")
+FLOAT_FIELDS = ("importance", "created_ts", "last_accessed_ts")
+
+#: Record fields ``set_fields`` may change, and the payload keys each one owns.
+PATCHABLE_FIELDS: Mapping[str, tuple[str, ...]] = {
+    "importance": ("importance",),
+    "access_count": ("access_count",),
+    "last_accessed_at": ("last_accessed_at", "last_accessed_ts"),
+    "valid_to": ("valid_to", "valid_to_ts", "is_current"),
+    "superseded_by": ("superseded_by",),
+    "pinned": ("pinned",),
+    "metadata": ("metadata",),
+}
+_TS_KEYS = ("created_ts", "last_accessed_ts", "valid_from_ts", "valid_to_ts")
+
+
+@dataclass(frozen=True)
+class Match:
+    """``key`` equals one of ``values``."""
+
+    key: str
+    values: tuple[str | int | bool, ...]
+
+
+@dataclass(frozen=True)
+class Range:
+    """``gte <= key < lt`` (either bound optional)."""
+
+    key: str
+    gte: float | None = None
+    lt: float | None = None
+
+
+@dataclass(frozen=True)
+class HasIds:
+    """The point id is one of ``ids``."""
+
+    ids: tuple[str, ...]
+
+
+Condition = Match | Range | HasIds
+
+
+@dataclass(frozen=True)
+class BoostSpec:
+    """A validated :class:`Boost` with the reference time resolved to epoch seconds."""
+
+    importance_weight: float
+    recency_weight: float
+    half_life_s: float
+    now_ts: float
+
+
+@dataclass(frozen=True)
+class QuerySpec:
+    """One search, backend-neutral: which vectors, which conditions, how to rank."""
+
+    conditions: tuple[Condition, ...]
+    limit: int
+    candidates: int
+    dense: list[float] | None = None
+    sparse: SparseVector | None = None
+    boost: BoostSpec | None = None
+    exact: bool = False
+    with_payload: bool = True
+
+
+@dataclass(frozen=True)
+class OrderSpec:
+    """Scroll ordered by ``key`` (newest first), starting at ``start`` (inclusive)."""
+
+    key: str
+    start: float | None = None
+
+
+class PointData(NamedTuple):
+    """One point to write."""
+
+    id: str
+    dense: list[float]
+    sparse: SparseVector
+    payload: dict[str, Any]
+
+
+class Patch(NamedTuple):
+    """Payload keys to set and to delete on one point."""
+
+    id: str
+    set: dict[str, Any]
+    unset: list[str]
+
+
+class Hit(NamedTuple):
+    """A point returned by a backend: id, score (or order value) and payload."""
+
+    id: str
+    score: float
+    payload: dict[str, Any]
+
+
+def validate_ids(ids: Sequence[str] | str) -> list[str]:
+    """Canonical UUID strings of ``ids``; raises listing every id that is not a UUID."""
+    if isinstance(ids, str):
+        msg = f"ids must be a list of UUID strings, got the single string {ids!r}; wrap it: [id]"
+        raise InvalidValueError(msg)
+    out: list[str] = []
+    bad: list[object] = []
+    for item in ids:
+        if isinstance(item, uuid.UUID):
+            out.append(str(item))
+            continue
+        try:
+            out.append(str(uuid.UUID(item)))
+        except (ValueError, TypeError, AttributeError):
+            bad.append(item)
+    if bad:
+        msg = f"memory ids must be UUIDs; not UUIDs: {bad!r}"
+        raise InvalidValueError(msg)
+    return list(dict.fromkeys(out))
+
+
+def check_dimension(stored: int, wanted: int, where: str) -> None:
+    """Raise :class:`DimensionMismatchError` when the collection's size differs."""
+    if stored != wanted:
+        msg = (
+            f"{where} holds {stored}-dimensional dense vectors, but dimension={wanted} was "
+            f"requested (the embedder's size). Use the embedder the memories were made with "
+            f"(dimension {stored}), or a new path/collection for the new embedder."
+        )
+        raise DimensionMismatchError(msg)
+
+
+def validate_dense(vector: Sequence[float], dimension: int) -> list[float]:
+    """The vector as a list of floats; wrong size, non-finite or zero vectors are refused."""
+    try:
+        array = np.asarray(vector, dtype=np.float64)
+    except (TypeError, ValueError):
+        msg = f"a dense vector must be a sequence of numbers, got {type(vector).__name__}"
+        raise InvalidValueError(msg) from None
+    if array.ndim != 1 or array.shape[0] != dimension:
+        size = array.shape[0] if array.ndim == 1 else array.shape
+        msg = (
+            f"dense vector has {size} dimensions but the store holds {dimension}; "
+            f"embed with the model the store was created with"
+        )
+        raise DimensionMismatchError(msg)
+    if not np.isfinite(array).all():
+        msg = "dense vector contains NaN or infinity; check the embedder's output"
+        raise InvalidValueError(msg)
+    if not array.any():
+        msg = "dense vector is all zeros, which has no cosine similarity; check the embedder"
+        raise InvalidValueError(msg)
+    values: list[float] = array.tolist()
+    return values
+
+
+def validate_sparse(vector: SparseVector) -> SparseVector:
+    """A checked copy: non-negative unique 32-bit indices, finite values."""
+    if not isinstance(vector, SparseVector):
+        msg = f"sparse vectors must be agentmem SparseVector objects, got {type(vector).__name__}"
+        raise InvalidValueError(msg)
+    indices = [int(i) for i in vector.indices]
+    values = [float(v) for v in vector.values]
+    if any(i < 0 or i >= 2**32 for i in indices) or len(set(indices)) != len(indices):
+        msg = "sparse vector indices must be unique integers in [0, 2**32)"
+        raise InvalidValueError(msg)
+    if not all(math.isfinite(v) for v in values):
+        msg = "sparse vector values must be finite numbers"
+        raise InvalidValueError(msg)
+    return SparseVector(indices, values)
+
+
+def validate_boost(boost: Boost | None) -> BoostSpec | None:
+    """Check a :class:`Boost`; ``None`` when it would not change any score."""
+    if boost is None:
+        return None
+    for name in ("importance_weight", "recency_weight", "half_life_days"):
+        value = getattr(boost, name)
+        if not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+            msg = f"Boost.{name} must be a finite number >= 0, got {value!r}"
+            raise InvalidValueError(msg)
+    if boost.half_life_days <= 0:
+        msg = f"Boost.half_life_days must be > 0, got {boost.half_life_days!r}"
+        raise InvalidValueError(msg)
+    if boost.importance_weight == 0 and boost.recency_weight == 0:
+        return None
+    now = boost.now or utcnow()
+    if now.tzinfo is None:
+        msg = "Boost.now must be timezone-aware (for example datetime.now(timezone.utc))"
+        raise InvalidValueError(msg)
+    return BoostSpec(
+        float(boost.importance_weight),
+        float(boost.recency_weight),
+        float(boost.half_life_days) * 86400.0,
+        now.timestamp(),
+    )
+
+
+def record_payload(record: MemoryRecord) -> dict[str, Any]:
+    """The stored payload: :meth:`MemoryRecord.to_payload` without null ``*_ts`` keys.
+
+    Absent (not null) timestamps let the ranking formula fall back to its defaults.
+    """
+    payload = record.to_payload()
+    for key in _TS_KEYS:
+        if payload.get(key) is None:
+            payload.pop(key, None)
+    return payload
+
+
+def record_from_payload(point_id: object, payload: Mapping[str, Any]) -> MemoryRecord:
+    """Rebuild the record of a stored point."""
+    return MemoryRecord.from_payload(str(point_id), payload)
+
+
+def in_scope(payload: Mapping[str, Any], scope: Scope) -> bool:
+    """Whether a stored payload belongs to ``scope``."""
+    if payload.get("user_id") != scope.user_id:
+        return False
+    if scope.agent_id is not None and payload.get("agent_id") != scope.agent_id:
+        return False
+    return scope.session_id is None or payload.get("session_id") == scope.session_id
+
+
+def build_conditions(scope: Scope, flt: RecordFilter | None) -> tuple[Condition, ...]:
+    """All conditions (AND) selecting ``flt``'s records inside ``scope``."""
+    if not isinstance(scope, Scope):
+        msg = f"scope must be an agentmem Scope, got {type(scope).__name__}"
+        raise InvalidValueError(msg)
+    flt = flt or RecordFilter()
+    conds: list[Condition] = [Match(TENANT_FIELD, (scope.user_id,))]
+    if scope.agent_id is not None:
+        conds.append(Match("agent_id", (scope.agent_id,)))
+    if scope.session_id is not None:
+        conds.append(Match("session_id", (scope.session_id,)))
+    if not flt.include_history:
+        conds.append(Match("is_current", (True,)))
+    for key, values in (
+        ("memory_type", flt.memory_types),
+        ("subtype", flt.subtypes),
+        ("concept", flt.concepts),
+        ("related_concepts", flt.related_to),
+    ):
+        if values:
+            conds.append(Match(key, tuple(values)))
+    if flt.min_importance is not None:
+        conds.append(Range("importance", gte=flt.min_importance))
+    if flt.created_after is not None or flt.created_before is not None:
+        conds.append(
+            Range(
+                "created_ts",
+                gte=_ts(flt.created_after),
+                lt=_ts(flt.created_before),
+            )
+        )
+    if flt.ids:
+        conds.append(HasIds(flt.ids))
+    if flt.pinned is not None:
+        conds.append(Match("pinned", (flt.pinned,)))
+    for key, value in flt.metadata.items():
+        conds.append(Match(f"metadata.{key}", (value,)))
+    return tuple(conds)
+
+
+def _ts(moment: datetime | None) -> float | None:
+    return None if moment is None else moment.timestamp()
+
+
+def make_patch(record: MemoryRecord, fields: Mapping[str, Any]) -> Patch:
+    """Validate ``fields`` against the record and return the payload patch they make."""
+    unknown = sorted(set(fields) - set(PATCHABLE_FIELDS))
+    if unknown:
+        msg = f"set_fields cannot change {unknown}; patchable fields: {sorted(PATCHABLE_FIELDS)}"
+        raise InvalidValueError(msg)
+    try:
+        updated = record.replace(**fields)
+    except ValidationError as exc:
+        msg = f"invalid field values for memory {record.id}: {exc.errors()[0]['msg']}"
+        raise InvalidValueError(msg) from None
+    full = record_payload(updated)
+    keys = [key for name in fields for key in PATCHABLE_FIELDS[name]]
+    return Patch(
+        record.id,
+        {key: full[key] for key in keys if key in full},
+        [key for key in keys if key not in full],
+    )
+
+
+def rrf_term(rank: int) -> float:
+    """RRF contribution of a 1-based ``rank`` (Qdrant's formula, ``k = RRF_K``)."""
+    return 1.0 / (rank + RRF_K - 1)
+
+
+def boost_terms(payload: Mapping[str, Any], boost: BoostSpec) -> tuple[float, float]:
+    """``(importance_boost, recency_boost)`` of a stored point, as Qdrant's formula does.
+
+    Age is measured from the later of creation and last access.
+    """
+    importance = float(payload.get("importance", 0.5))
+    created = float(payload.get("created_ts") or 0.0)
+    last = max(created, float(payload.get("last_accessed_ts") or 0.0))
+    age = boost.now_ts - last
+    return (
+        boost.importance_weight * importance,
+        boost.recency_weight * 0.5 ** (age / boost.half_life_s),
+    )
+
+
+def encode_cursor(key: str, value: float, skip: int) -> str:
+    """Offset of an ordered scroll: last order value seen and how many hits had it."""
+    return f"{key}:{value!r}:{skip}"
+
+
+def decode_cursor(token: str, key: str) -> tuple[float, int]:
+    """Inverse of :func:`encode_cursor`; refuses a cursor of another ordering."""
+    parts = token.split(":")
+    try:
+        if len(parts) != 3 or parts[0] != key:
+            raise ValueError(token)
+        return float(parts[1]), int(parts[2])
+    except ValueError:
+        msg = (
+            f"offset {token!r} is not a cursor of a scroll ordered by {key!r}; pass the "
+            f"offset returned by the previous page with the same order_by"
+        )
+        raise InvalidValueError(msg) from None

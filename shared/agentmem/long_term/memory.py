@@ -1,0 +1,543 @@
+"""``LongTermMemory``: scoped storage and hybrid retrieval of memories that outlive sessions.
+
+Writes validate first, embed (dense, cached by content) and encode (BM25), then upsert;
+nothing reaches the store unless all of that succeeded. Reads embed the query, search the
+store inside the scope, drop near-duplicates, and record the access (``last_accessed_at``,
+``access_count``) on what they return.
+
+Content longer than the embedding model's input limit (all-MiniLM-L6-v2: 256 word pieces,
+about 180 English words) is embedded from its beginning only, as the model truncates; the
+BM25 side indexes the whole text. Content over :data:`MAX_CONTENT_CHARS` is refused: split
+it into several memories.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from agentmem._pydantic import describe
+from agentmem.embeddings import Embedder
+from agentmem.errors import (
+    ConfigurationError,
+    DimensionMismatchError,
+    InvalidValueError,
+    MemoryNotFoundError,
+)
+from agentmem.forgetting import ForgettingPolicy
+from agentmem.long_term.ranking import RankingConfig, SearchMode, diversify
+from agentmem.long_term.records import MEMORY_TYPES, MemoryRecord, RecordFilter, Scope
+from agentmem.long_term.store import Boost, MemoryStore, ScoredRecord, SparseVector
+from agentmem.sparse import Bm25Encoder, SparseEncoder
+from agentmem.types import utcnow
+
+__all__ = ["MAX_CONTENT_CHARS", "LongTermMemory"]
+
+logger = logging.getLogger(__name__)
+
+MAX_CONTENT_CHARS = 32_000
+
+
+class LongTermMemory:
+    """Memories that outlive sessions, scoped to a user (and optionally agent and session).
+
+    Args:
+        store: Where memories live (:class:`~agentmem.long_term.qdrant_edge.QdrantEdgeStore`
+            on disk by default through :meth:`open`).
+        embedder: Dense embedder; its dimension must match the store's.
+        user_id: Owner of the memories (required).
+        agent_id: Narrow the scope to one agent.
+        session_id: Narrow the scope to one session (reads see only that session's
+            memories; leave unset for memory that spans sessions).
+        sparse: BM25 encoder (default :class:`~agentmem.sparse.Bm25Encoder`).
+        ranking: How search ranks results.
+        clock: Zero-argument callable returning an aware ``datetime`` (default: UTC now).
+
+    Example:
+        >>> from agentmem.long_term import LongTermMemory
+        >>> memory = LongTermMemory.open(user_id="alice", home=tmp_home)  # doctest: +SKIP
+        >>> _ = memory.store_memory("Alice indents with tabs", "semantic")  # doctest: +SKIP
+        >>> memory.retrieve_memories("indentation?")[0].record.content  # doctest: +SKIP
+        'Alice indents with tabs'
+    """
+
+    def __init__(
+        self,
+        *,
+        store: MemoryStore,
+        embedder: Embedder,
+        user_id: str,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        sparse: SparseEncoder | None = None,
+        ranking: RankingConfig | None = None,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        try:
+            self.scope = Scope(user_id=user_id, agent_id=agent_id, session_id=session_id)
+        except ValidationError as exc:
+            raise InvalidValueError(describe(exc, "memory")) from None
+        if embedder.dimension != store.dimension:
+            msg = (
+                f"the embedder makes {embedder.dimension}-dimensional vectors but the store "
+                f"holds {store.dimension}-dimensional ones; use the embedder the store was "
+                "created with, or a new store path / collection"
+            )
+            raise DimensionMismatchError(msg)
+        self.store = store
+        self.embedder = embedder
+        self.sparse: SparseEncoder = sparse if sparse is not None else Bm25Encoder()
+        self.ranking = ranking if ranking is not None else RankingConfig()
+        self._clock = clock if clock is not None else utcnow
+
+    @classmethod
+    def open(
+        cls,
+        *,
+        user_id: str,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        home: str | Path | None = None,
+        embedder: Embedder | None = None,
+        ranking: RankingConfig | None = None,
+    ) -> LongTermMemory:
+        """Long-term memory on the embedded defaults: Qdrant Edge under ``home`` and the
+        local all-MiniLM-L6-v2 embedder (cached). ``home`` defaults to ``AGENTMEM_HOME``."""
+        from agentmem.embeddings import default_embedder
+        from agentmem.home import default_home
+        from agentmem.long_term.qdrant_edge import QdrantEdgeStore
+
+        embedder = embedder if embedder is not None else default_embedder()
+        root = Path(home) if home is not None else default_home()
+        store = QdrantEdgeStore(root / "long_term", dimension=embedder.dimension)
+        return cls(
+            store=store,
+            embedder=embedder,
+            user_id=user_id,
+            agent_id=agent_id,
+            session_id=session_id,
+            ranking=ranking,
+        )
+
+    def close(self) -> None:
+        """Close the store."""
+        self.store.close()
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def new_record(
+        self,
+        content: str,
+        memory_type: str,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        importance: float = 1.0,
+        **fields: Any,
+    ) -> MemoryRecord:
+        """Validate and build a record in this memory's scope (not stored yet).
+
+        Raises:
+            InvalidValueError: Empty or oversized content, unknown type, importance outside
+                [0, 1] or NaN, non-JSON metadata, bad ids or timestamps.
+        """
+        if not isinstance(content, str) or not content.strip():
+            msg = "memory content must be a non-empty string"
+            raise InvalidValueError(msg)
+        if len(content) > MAX_CONTENT_CHARS:
+            msg = (
+                f"memory content is {len(content)} characters, over the {MAX_CONTENT_CHARS} "
+                "limit; split it into several memories"
+            )
+            raise InvalidValueError(msg)
+        if memory_type not in MEMORY_TYPES:
+            msg = f"unknown memory_type {memory_type!r}; expected one of {', '.join(MEMORY_TYPES)}"
+            raise InvalidValueError(msg)
+        if isinstance(importance, bool) or not isinstance(importance, (int, float)):
+            msg = f"importance must be a number in [0, 1], got {importance!r}"
+            raise InvalidValueError(msg)
+        now = self._clock()
+        fields.setdefault("created_at", now)
+        try:
+            _check_json(metadata or {})
+            return MemoryRecord(
+                content=content,
+                memory_type=memory_type,  # type: ignore[arg-type]
+                scope=self.scope,
+                importance=importance,
+                metadata=dict(metadata or {}),
+                **fields,
+            )
+        except ValidationError as exc:
+            raise InvalidValueError(describe(exc, "memory")) from None
+
+    def store_memory(
+        self,
+        content: str,
+        memory_type: str,
+        metadata: Mapping[str, Any] | None = None,
+        importance: float = 1.0,
+        **fields: Any,
+    ) -> MemoryRecord:
+        """Store one memory; returns the stored record.
+
+        ``fields`` sets other :class:`MemoryRecord` fields (``subtype``, ``created_at``,
+        ``source_session_id``, ``source_message_ids``, ``concept``, ``relations``,
+        ``pinned``, ...).
+        """
+        record = self.new_record(
+            content, memory_type, metadata=metadata, importance=importance, **fields
+        )
+        self.store_records([record])
+        return record
+
+    async def astore_memory(
+        self,
+        content: str,
+        memory_type: str,
+        metadata: Mapping[str, Any] | None = None,
+        importance: float = 1.0,
+        **fields: Any,
+    ) -> MemoryRecord:
+        """Async twin of :meth:`store_memory`."""
+        record = self.new_record(
+            content, memory_type, metadata=metadata, importance=importance, **fields
+        )
+        await self.astore_records([record])
+        return record
+
+    def store_records(self, records: Sequence[MemoryRecord]) -> None:
+        """Embed and upsert records in one batch (all in this memory's scope)."""
+        records = self._own(records)
+        if not records:
+            return
+        texts = [r.content for r in records]
+        dense = self.embedder.embed_documents(texts)
+        self.store.upsert(records, dense, self.sparse.encode_documents(texts))
+
+    async def astore_records(self, records: Sequence[MemoryRecord]) -> None:
+        """Async twin of :meth:`store_records`."""
+        records = self._own(records)
+        if not records:
+            return
+        texts = [r.content for r in records]
+        dense = await self.embedder.aembed_documents(texts)
+        await self.store.aupsert(records, dense, self.sparse.encode_documents(texts))
+
+    def _own(self, records: Sequence[MemoryRecord]) -> list[MemoryRecord]:
+        for record in records:
+            if record.scope.user_id != self.scope.user_id:
+                msg = (
+                    f"record {record.id} belongs to user {record.scope.user_id!r}, not "
+                    f"{self.scope.user_id!r}; write it through that user's LongTermMemory"
+                )
+                raise InvalidValueError(msg)
+        return list(records)
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def _plan(
+        self,
+        query: str,
+        top_k: int,
+        memory_type: str | None,
+        min_importance: float,
+        mode: SearchMode | None,
+        filter: RecordFilter | None,
+        include_history: bool,
+    ) -> tuple[SearchMode, RecordFilter, SparseVector | None]:
+        if not isinstance(query, str) or not query.strip():
+            msg = "query must be a non-empty string"
+            raise InvalidValueError(msg)
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= 1000:
+            msg = f"top_k must be an integer in [1, 1000], got {top_k!r}"
+            raise InvalidValueError(msg)
+        if memory_type is not None and memory_type not in MEMORY_TYPES:
+            msg = f"unknown memory_type {memory_type!r}; expected one of {', '.join(MEMORY_TYPES)}"
+            raise InvalidValueError(msg)
+        mode = mode or self.ranking.mode
+        if mode not in ("hybrid", "dense", "bm25"):
+            msg = f"mode must be 'hybrid', 'dense' or 'bm25', got {mode!r}"
+            raise ConfigurationError(msg)
+        updates: dict[str, Any] = {}
+        if memory_type is not None:
+            updates["memory_types"] = (memory_type,)
+        if min_importance:
+            updates["min_importance"] = min_importance
+        if include_history:
+            updates["include_history"] = True
+        try:
+            merged = (filter or RecordFilter()).model_copy(update=updates)
+            merged = RecordFilter.model_validate(merged.model_dump())
+        except ValidationError as exc:
+            raise InvalidValueError(describe(exc, "memory")) from None
+        sparse = self.sparse.encode_query(query) if mode in ("hybrid", "bm25") else None
+        return mode, merged, sparse
+
+    def _boost(self) -> Boost:
+        cfg = self.ranking
+        return Boost(
+            importance_weight=cfg.importance_weight,
+            recency_weight=cfg.recency_weight,
+            half_life_days=cfg.half_life_days,
+            now=self._clock(),
+        )
+
+    def _fetch_size(self, top_k: int) -> int:
+        extra = self.ranking.duplicate_threshold is not None or self.ranking.mmr_lambda is not None
+        return min(1000, top_k * 2 + 5) if extra else top_k
+
+    def _finish(
+        self,
+        hits: list[ScoredRecord],
+        vectors: Sequence[Sequence[float]],
+        top_k: int,
+        explain: bool,
+    ) -> list[ScoredRecord]:
+        cfg = self.ranking
+        if cfg.duplicate_threshold is None and cfg.mmr_lambda is None:
+            return hits[:top_k]
+        chosen = diversify(
+            hits,
+            vectors,
+            top_k,
+            duplicate_threshold=cfg.duplicate_threshold,
+            mmr_lambda=cfg.mmr_lambda,
+        )
+        if not explain:
+            return [hit for hit, _ in chosen]
+        return [
+            hit._replace(components={**hit.components, "redundancy": red}) for hit, red in chosen
+        ]
+
+    def retrieve_memories(
+        self,
+        query: str,
+        top_k: int = 5,
+        memory_type: str | None = None,
+        min_importance: float = 0.0,
+        *,
+        mode: SearchMode | None = None,
+        filter: RecordFilter | None = None,
+        include_history: bool = False,
+        explain: bool = False,
+        touch: bool = True,
+    ) -> list[ScoredRecord]:
+        """The ``top_k`` memories most relevant to ``query`` in this scope, best first.
+
+        Args:
+            query: What to look for.
+            top_k: How many results.
+            memory_type: Only this type.
+            min_importance: Only memories at least this important.
+            mode: ``hybrid``, ``dense`` or ``bm25`` (default: the ranking config's).
+            filter: More conditions (see :class:`RecordFilter`).
+            include_history: Also return superseded memories.
+            explain: Fill ``components`` with each part of the score.
+            touch: Record the access on the returned memories.
+        """
+        mode, flt, sparse = self._plan(
+            query, top_k, memory_type, min_importance, mode, filter, include_history
+        )
+        dense = self.embedder.embed_query(query) if mode in ("hybrid", "dense") else None
+        hits = self.store.search(
+            self.scope,
+            dense=dense,
+            sparse=sparse,
+            filter=flt,
+            limit=self._fetch_size(top_k),
+            candidates=max(self.ranking.candidates, self._fetch_size(top_k)),
+            boost=self._boost(),
+            explain=explain,
+        )
+        vectors = self._vectors(hits)
+        results = self._finish(hits, vectors, top_k, explain)
+        if touch and results:
+            self._touch_sync(results)
+        return results
+
+    async def aretrieve_memories(
+        self,
+        query: str,
+        top_k: int = 5,
+        memory_type: str | None = None,
+        min_importance: float = 0.0,
+        *,
+        mode: SearchMode | None = None,
+        filter: RecordFilter | None = None,
+        include_history: bool = False,
+        explain: bool = False,
+        touch: bool = True,
+    ) -> list[ScoredRecord]:
+        """Async twin of :meth:`retrieve_memories`."""
+        mode, flt, sparse = self._plan(
+            query, top_k, memory_type, min_importance, mode, filter, include_history
+        )
+        dense = await self.embedder.aembed_query(query) if mode in ("hybrid", "dense") else None
+        hits = await self.store.asearch(
+            self.scope,
+            dense=dense,
+            sparse=sparse,
+            filter=flt,
+            limit=self._fetch_size(top_k),
+            candidates=max(self.ranking.candidates, self._fetch_size(top_k)),
+            boost=self._boost(),
+            explain=explain,
+        )
+        vectors = await self._avectors(hits)
+        results = self._finish(hits, vectors, top_k, explain)
+        if touch and results:
+            for hit, fields in self._touches(results):
+                await self.store.aset_fields(self.scope, [hit.record.id], fields)
+        return results
+
+    def _needs_vectors(self, hits: Sequence[ScoredRecord]) -> bool:
+        cfg = self.ranking
+        return bool(hits) and (cfg.duplicate_threshold is not None or cfg.mmr_lambda is not None)
+
+    def _vectors(self, hits: Sequence[ScoredRecord]) -> list[list[float]]:
+        if not self._needs_vectors(hits):
+            return []
+        # Re-embedding hits the embedder's content cache for anything written or read here.
+        return self.embedder.embed_documents([h.record.content for h in hits])
+
+    async def _avectors(self, hits: Sequence[ScoredRecord]) -> list[list[float]]:
+        if not self._needs_vectors(hits):
+            return []
+        return await self.embedder.aembed_documents([h.record.content for h in hits])
+
+    def _touches(self, hits: Sequence[ScoredRecord]) -> list[tuple[ScoredRecord, dict[str, Any]]]:
+        now = self._clock()
+        return [
+            (hit, {"last_accessed_at": now, "access_count": hit.record.access_count + 1})
+            for hit in hits
+        ]
+
+    def _touch_sync(self, hits: Sequence[ScoredRecord]) -> None:
+        for hit, fields in self._touches(hits):
+            self.store.set_fields(self.scope, [hit.record.id], fields)
+
+    def get_memory(self, memory_id: str) -> MemoryRecord:
+        """The memory with this id in this scope.
+
+        Raises:
+            MemoryNotFoundError: No such memory in this scope.
+            InvalidValueError: ``memory_id`` is not a UUID.
+        """
+        found = self.store.get(self.scope, [_uuid(memory_id)])
+        if not found:
+            msg = f"no memory {memory_id!r} for user {self.scope.user_id!r}"
+            raise MemoryNotFoundError(msg)
+        return found[0]
+
+    async def aget_memory(self, memory_id: str) -> MemoryRecord:
+        """Async twin of :meth:`get_memory`."""
+        found = await self.store.aget(self.scope, [_uuid(memory_id)])
+        if not found:
+            msg = f"no memory {memory_id!r} for user {self.scope.user_id!r}"
+            raise MemoryNotFoundError(msg)
+        return found[0]
+
+    # -- updating and forgetting ------------------------------------------------------------
+
+    def update_memory_importance(self, memory_id: str, new_importance: float) -> MemoryRecord:
+        """Set a memory's importance; returns the updated record."""
+        record = self.get_memory(memory_id)
+        updated = _with(record, importance=new_importance)
+        self.store.set_fields(self.scope, [record.id], {"importance": updated.importance})
+        return updated
+
+    async def aupdate_memory_importance(
+        self, memory_id: str, new_importance: float
+    ) -> MemoryRecord:
+        """Async twin of :meth:`update_memory_importance`."""
+        record = await self.aget_memory(memory_id)
+        updated = _with(record, importance=new_importance)
+        await self.store.aset_fields(self.scope, [record.id], {"importance": updated.importance})
+        return updated
+
+    def delete_memory(self, memory_id: str) -> bool:
+        """Delete one memory; returns whether it existed in this scope."""
+        return self.store.delete(self.scope, [_uuid(memory_id)]) > 0
+
+    async def adelete_memory(self, memory_id: str) -> bool:
+        """Async twin of :meth:`delete_memory`."""
+        return await self.store.adelete(self.scope, [_uuid(memory_id)]) > 0
+
+    def forget_old_memories(self, days_threshold: float = 90, min_importance: float = 0.3) -> int:
+        """Delete unpinned memories unused for ``days_threshold`` days and less important
+        than ``min_importance``; returns how many were deleted (each one is logged).
+
+        Age runs from the last access, else from creation. For retention scores,
+        capacity limits and dry runs, use :class:`agentmem.forgetting.ForgettingPolicy`.
+        """
+        return self._age_policy(days_threshold, min_importance).apply(self).deleted
+
+    async def aforget_old_memories(
+        self, days_threshold: float = 90, min_importance: float = 0.3
+    ) -> int:
+        """Async twin of :meth:`forget_old_memories`."""
+        return (await self._age_policy(days_threshold, min_importance).aapply(self)).deleted
+
+    def _age_policy(self, days: float, min_importance: float) -> ForgettingPolicy:
+        try:
+            return ForgettingPolicy(
+                min_retention=None,
+                max_age_days=days,
+                keep_importance=min_importance,
+                clock=self._clock,
+            )
+        except ConfigurationError as exc:
+            raise InvalidValueError(str(exc)) from None
+
+    def all_records(self, filter: RecordFilter | None = None) -> list[MemoryRecord]:
+        """Every record in this scope matching ``filter`` (default: history included)."""
+        flt = filter if filter is not None else RecordFilter(include_history=True)
+        records: list[MemoryRecord] = []
+        offset: str | None = None
+        while True:
+            page, offset = self.store.scroll(self.scope, filter=flt, limit=512, offset=offset)
+            records.extend(page)
+            if offset is None:
+                return records
+
+    async def aall_records(self, filter: RecordFilter | None = None) -> list[MemoryRecord]:
+        """Async twin of :meth:`all_records`."""
+        flt = filter if filter is not None else RecordFilter(include_history=True)
+        records: list[MemoryRecord] = []
+        offset: str | None = None
+        while True:
+            page, offset = await self.store.ascroll(
+                self.scope, filter=flt, limit=512, offset=offset
+            )
+            records.extend(page)
+            if offset is None:
+                return records
+
+
+def _uuid(memory_id: str) -> str:
+    try:
+        return RecordFilter(ids=(memory_id,)).ids[0]
+    except ValidationError:
+        msg = f"memory id must be a UUID, got {memory_id!r}"
+        raise InvalidValueError(msg) from None
+
+
+def _with(record: MemoryRecord, **changes: Any) -> MemoryRecord:
+    try:
+        return record.replace(**changes)
+    except ValidationError as exc:
+        raise InvalidValueError(describe(exc, "memory")) from None
+
+
+def _check_json(metadata: Mapping[str, Any]) -> None:
+    try:
+        json.dumps(metadata, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        msg = f"metadata must be JSON-serializable without NaN/Infinity: {exc}"
+        raise InvalidValueError(msg) from None

@@ -1,0 +1,353 @@
+"""Long-term memories in Qdrant Edge: the Qdrant engine in-process, on disk (the default).
+
+One directory holds one shard: HNSW on the named dense vector ``"dense"``, a BM25 sparse
+vector ``"bm25"`` with the IDF modifier, payload indexes on the scope fields (``user_id`` is
+the tenant key), and a write-ahead log.
+
+Durability: every write goes to Edge's WAL before it returns, so a killed process loses
+nothing it was told was written; segments are flushed on :meth:`QdrantEdgeStore.close` (and
+by :meth:`QdrantEdgeStore.flush`). Flushing after every write would cost ~40 ms per call on
+this machine and add no safety against a crash, only a faster reopen.
+
+One process at a time: the store takes an exclusive ``flock`` on ``<path>/agentmem.lock``;
+a second opener gets :class:`~agentmem.errors.StoreLockedError`. Several processes sharing
+memories should use :class:`~agentmem.long_term.qdrant_client.QdrantClientStore` with a
+Qdrant server.
+
+Example:
+    >>> import tempfile
+    >>> from agentmem.long_term.records import MemoryRecord, Scope
+    >>> from agentmem.long_term.store import SparseVector
+    >>> with QdrantEdgeStore(tempfile.mkdtemp(), dimension=3) as store:
+    ...     rec = MemoryRecord.new("tabs, not spaces", "semantic", scope=Scope(user_id="alice"))
+    ...     store.upsert([rec], [[1.0, 0.0, 0.0]], [SparseVector([7], [1.0])])
+    ...     [hit.record.content for hit in store.search(Scope(user_id="alice"), dense=[1, 0, 0])]
+    ['tabs, not spaces']
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import threading
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any
+
+import numpy as np
+import qdrant_edge as qe
+
+from agentmem._async import run_in_executor
+from agentmem.errors import ConfigurationError, StoreError, StoreLockedError
+from agentmem.long_term import _qdrant_common as qc
+from agentmem.long_term._qdrant_base import QdrantStoreBase, Steps, T
+from agentmem.long_term.store import DENSE_VECTOR, SPARSE_VECTOR
+
+__all__ = ["QdrantEdgeStore"]
+
+LOCK_FILE = "agentmem.lock"
+_CONFIG_FILE = "edge_config.json"
+
+
+class QdrantEdgeStore(QdrantStoreBase):
+    """A :class:`~agentmem.long_term.store.MemoryStore` on a Qdrant Edge shard directory.
+
+    Args:
+        path: Directory of the shard; created (with the schema) when it holds no shard yet.
+        dimension: Size of the dense vectors (the embedder's dimension). An existing shard
+            made with another size raises :class:`~agentmem.errors.DimensionMismatchError`.
+
+    Raises:
+        StoreLockedError: Another process (or another open store) holds ``path``.
+        DimensionMismatchError: The shard at ``path`` holds vectors of another size.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, dimension: int) -> None:
+        if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1:
+            msg = f"dimension must be a positive integer, got {dimension!r}"
+            raise ConfigurationError(msg)
+        self._path = Path(path)
+        self._dimension = dimension
+        self._mutex = threading.RLock()
+        self._path.mkdir(parents=True, exist_ok=True)
+        self._lock_file = _lock(self._path)
+        try:
+            self._shard = self._open_shard()
+        except BaseException:
+            _unlock(self._lock_file)
+            raise
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], *, dimension: int) -> QdrantEdgeStore:
+        """Open (or create) the store at ``path``; same as the constructor."""
+        return cls(path, dimension=dimension)
+
+    @property
+    def path(self) -> Path:
+        """The shard directory."""
+        return self._path
+
+    def _open_shard(self) -> qe.EdgeShard:
+        config_path = self._path / _CONFIG_FILE
+        if not config_path.exists():
+            shard = qe.EdgeShard.create(str(self._path), _schema(self._dimension))
+            _create_indexes(shard)
+            return shard
+        stored = _stored_dimension(config_path)
+        qc.check_dimension(stored, self._dimension, f"the Qdrant Edge store at {self._path}")
+        shard = qe.EdgeShard.load(str(self._path))
+        if set(_CONFIG_KEYS) - set(shard.info().payload_schema):
+            _create_indexes(shard)
+        return shard
+
+    def optimize(self) -> bool:
+        """Build the HNSW and payload indexes of new segments now (blocking).
+
+        Edge runs its optimizers only when asked; until then new points are searched
+        exhaustively (filtered searches stay fast through the payload indexes). Call this
+        after a large import. Returns whether anything was optimized.
+        """
+        with self._mutex:
+            self._check_open()
+            return bool(self._shard.optimize())
+
+    def flush(self) -> None:
+        """Write pending segment changes to disk (the WAL already holds every write)."""
+        with self._mutex:
+            self._check_open()
+            self._shard.flush()
+
+    def close(self) -> None:
+        """Flush, close the shard and release the lock. Further use raises StoreClosedError."""
+        with self._mutex:
+            if self._closed:
+                return
+            self._closed = True
+            try:
+                self._shard.flush()
+                self._shard.close()
+            finally:
+                _unlock(self._lock_file)
+
+    async def aclose(self) -> None:
+        """Async twin of :meth:`close` (the flush runs in a worker thread)."""
+        await run_in_executor(self.close)
+
+    def __enter__(self) -> QdrantEdgeStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return f"QdrantEdgeStore({str(self._path)!r}, dimension={self._dimension}, {state})"
+
+    def _run(self, steps: Steps[T]) -> T:
+        with self._mutex:
+            try:
+                return super()._run(steps)
+            except Exception as exc:
+                if type(exc) is not Exception:  # ours, or a builtin with a meaning
+                    raise
+                # qdrant_edge reports every engine failure as a plain Exception.
+                msg = f"Qdrant Edge at {self._path} failed: {exc}"
+                raise StoreError(msg) from exc
+
+    # -- backend operations ------------------------------------------------------------
+
+    def _op_upsert(self, points: list[qc.PointData]) -> None:
+        self._shard.update(
+            qe.UpdateOperation.upsert_points(
+                [
+                    qe.Point(
+                        p.id,
+                        {
+                            DENSE_VECTOR: p.dense,
+                            SPARSE_VECTOR: qe.SparseVector(p.sparse.indices, p.sparse.values),
+                        },
+                        p.payload,
+                    )
+                    for p in points
+                ]
+            )
+        )
+
+    def _op_retrieve(self, ids: list[str]) -> list[qc.Hit]:
+        rows = self._shard.retrieve(list(ids), with_payload=True, with_vector=False)
+        return [qc.Hit(str(r.id), 0.0, dict(r.payload or {})) for r in rows]
+
+    def _op_delete(self, ids: list[str]) -> None:
+        self._shard.update(qe.UpdateOperation.delete_points(list(ids)))
+
+    def _op_set_payload(self, patches: list[qc.Patch]) -> None:
+        for patch in patches:
+            if patch.set:
+                self._shard.update(qe.UpdateOperation.set_payload([patch.id], patch.set))
+            if patch.unset:
+                self._shard.update(qe.UpdateOperation.delete_payload([patch.id], patch.unset))
+
+    def _op_query(self, spec: qc.QuerySpec) -> list[qc.Hit]:
+        flt = _filter(spec.conditions)
+        params = qe.SearchParams(exact=True) if spec.exact else None
+        nearest = []
+        if spec.dense is not None:
+            nearest.append(qe.Query.Nearest(spec.dense, using=DENSE_VECTOR))
+        if spec.sparse is not None:
+            sparse = qe.SparseVector(spec.sparse.indices, spec.sparse.values)
+            nearest.append(qe.Query.Nearest(sparse, using=SPARSE_VECTOR))
+        query: Any
+        prefetches: list[qe.Prefetch] | None = None
+        if len(nearest) == 2:
+            query = qe.Fusion.Rrf(k=qc.RRF_K)
+            prefetches = [
+                qe.Prefetch(spec.candidates, query=q, params=params, filter=flt) for q in nearest
+            ]
+        else:
+            query = nearest[0]
+        if spec.boost is not None:
+            if prefetches is None:
+                inner = qe.Prefetch(spec.candidates, query=query, params=params, filter=flt)
+            else:
+                inner = qe.Prefetch(spec.candidates, query=query, prefetches=prefetches)
+            prefetches, query = [inner], _formula(spec.boost)
+        request = qe.QueryRequest(
+            limit=spec.limit,
+            query=query,
+            prefetches=prefetches,
+            filter=flt if prefetches is None else None,
+            params=params if prefetches is None else None,
+            with_payload=spec.with_payload,
+            with_vector=False,
+        )
+        return [
+            qc.Hit(str(p.id), float(p.score), dict(p.payload or {}))
+            for p in self._shard.query(request)
+        ]
+
+    def _op_scroll(
+        self,
+        conds: tuple[qc.Condition, ...],
+        limit: int,
+        offset: str | None,
+        order: qc.OrderSpec | None,
+    ) -> tuple[list[qc.Hit], str | None]:
+        order_by = (
+            None
+            if order is None
+            else qe.OrderBy(order.key, direction=qe.Direction.Desc, start_from=order.start)
+        )
+        rows, nxt = self._shard.scroll(
+            qe.ScrollRequest(
+                offset=offset,
+                limit=limit,
+                filter=_filter(conds),
+                with_payload=True,
+                with_vector=False,
+                order_by=order_by,
+            )
+        )
+        hits = [qc.Hit(str(r.id), float(r.order_value or 0.0), dict(r.payload or {})) for r in rows]
+        return hits, None if nxt is None else str(nxt)
+
+    def _op_count(self, conds: tuple[qc.Condition, ...]) -> int:
+        return int(self._shard.count(qe.CountRequest(exact=True, filter=_filter(conds))))
+
+
+_CONFIG_KEYS = (qc.TENANT_FIELD, *qc.KEYWORD_FIELDS, *qc.BOOL_FIELDS, *qc.FLOAT_FIELDS)
+
+
+def _schema(dimension: int) -> qe.EdgeConfig:
+    return qe.EdgeConfig(
+        vectors={DENSE_VECTOR: qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine)},
+        sparse_vectors={SPARSE_VECTOR: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+    )
+
+
+def _create_indexes(shard: qe.EdgeShard) -> None:
+    existing = set(shard.info().payload_schema)
+    schemas: list[tuple[str, Any]] = [(qc.TENANT_FIELD, qe.KeywordIndexParams(is_tenant=True))]
+    schemas += [(k, qe.PayloadSchemaType.Keyword) for k in qc.KEYWORD_FIELDS]
+    schemas += [(k, qe.PayloadSchemaType.Bool) for k in qc.BOOL_FIELDS]
+    schemas += [(k, qe.PayloadSchemaType.Float) for k in qc.FLOAT_FIELDS]
+    for name, schema in schemas:
+        if name not in existing:
+            shard.update(qe.UpdateOperation.create_field_index(name, schema))
+
+
+def _stored_dimension(config_path: Path) -> int:
+    try:
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+        return int(config["vectors"][DENSE_VECTOR]["size"])
+    except (OSError, ValueError, KeyError, TypeError):
+        msg = (
+            f"{config_path.parent} holds a Qdrant Edge shard without a {DENSE_VECTOR!r} dense "
+            f"vector; it was not made by agentmem. Use another path."
+        )
+        raise ConfigurationError(msg) from None
+
+
+def _lock(path: Path) -> IO[bytes]:
+    handle = (path / LOCK_FILE).open("ab")
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        msg = (
+            f"the Qdrant Edge store at {path} is open in another process (or another store "
+            f"object); Edge allows one process at a time. Close the other one, or use "
+            f"QdrantClientStore with a Qdrant server for several processes."
+        )
+        raise StoreLockedError(msg) from None
+    return handle
+
+
+def _unlock(handle: IO[bytes]) -> None:
+    with contextlib.suppress(OSError):
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    handle.close()
+
+
+def _condition(cond: qc.Condition) -> Any:
+    if isinstance(cond, qc.HasIds):
+        return qe.HasIdCondition(set(cond.ids))
+    if isinstance(cond, qc.Range):
+        return qe.FieldCondition(cond.key, range=qe.RangeFloat(gte=cond.gte, lt=cond.lt))
+    if len(cond.values) == 1:
+        return qe.FieldCondition(cond.key, match=qe.MatchValue(_value(cond.values[0])))
+    return qe.FieldCondition(cond.key, match=qe.MatchAny(list(cond.values)))  # type: ignore[arg-type]
+
+
+def _filter(conds: tuple[qc.Condition, ...]) -> qe.Filter:
+    return qe.Filter(must=[_condition(c) for c in conds])
+
+
+def _formula(boost: qc.BoostSpec) -> qe.Formula:
+    """``$score + wi * importance + wr * 0.5 ** ((now - max(created, accessed)) / half_life)``."""
+    e = qe.Expression
+    last = e.Max([e.Variable("created_ts"), e.Variable("last_accessed_ts")])
+    age = e.Sum([e.Constant(boost.now_ts), e.Neg(last)])
+    recency = e.Pow(e.Constant(0.5), e.Div(age, e.Constant(boost.half_life_s), None))
+    return qe.Formula(
+        e.Sum(
+            [
+                e.Variable("$score"),
+                e.Mult([e.Constant(boost.importance_weight), e.Variable("importance")]),
+                e.Mult([e.Constant(boost.recency_weight), recency]),
+            ]
+        ),
+        defaults={"last_accessed_ts": 0.0, "created_ts": 0.0, "importance": 0.5},
+    )
+
+
+def _value(value: str | int | bool) -> Any:
+    # qdrant_edge 0.9 reads a Python bool as the integer 1/0 (bool subclasses int), which
+    # then never matches a stored boolean; numpy's bool_ is not an int and arrives as a bool.
+    return np.bool_(value) if isinstance(value, bool) else value

@@ -1,0 +1,459 @@
+"""``MemoryManager``: the controller over short-term, working and long-term memory.
+
+One object per (user, session): it records the conversation, keeps the task state,
+consolidates what matters into long-term memory (by token threshold, on demand, or in a
+background worker), resolves conflicts, forgets by policy, and packs the best context that
+fits a token budget.
+
+Example:
+    >>> from agentmem import MemoryManager
+    >>> mem = MemoryManager.open(user_id="alice", home=tmp_home)  # doctest: +SKIP
+    >>> mem.process_interaction("I only write Python, tabs not spaces", "Noted.")  # doctest: +SKIP
+    >>> ctx = mem.build_context("which language?", max_tokens=2000)  # doctest: +SKIP
+    >>> ctx.ledger  # doctest: +SKIP
+    {'system': ..., 'working_memory': ..., 'long_term': ..., 'recent': ..., 'query': ..., ...}
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import uuid
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from agentmem.conflicts import ConflictDecision
+from agentmem.consolidation import ConsolidationReport, MemoryConsolidator
+from agentmem.context import BuiltContext, pack_context
+from agentmem.embeddings import Embedder
+from agentmem.forgetting import ForgettingPolicy, ForgettingReport
+from agentmem.llm import ChatModel
+from agentmem.long_term.memory import LongTermMemory
+from agentmem.long_term.store import ScoredRecord
+from agentmem.retrieval import MemoryRetriever, Strategy
+from agentmem.short_term.summary import SummaryBufferMemory
+from agentmem.stores.base import SessionStore
+from agentmem.tokens import TokenCounter
+from agentmem.types import Message, utcnow
+from agentmem.working import WorkingMemory
+
+__all__ = ["MemoryManager"]
+
+logger = logging.getLogger(__name__)
+
+UNCONSOLIDATED_KEY = "manager"
+
+
+class MemoryManager:
+    """The memory controller for one user and session (see the module docstring).
+
+    Build it with :meth:`open` for the embedded defaults, or from parts.
+
+    Args:
+        short_term: The conversation (a summary buffer over the session store).
+        working: The session's working memory.
+        long_term: The user's long-term memory.
+        consolidator: Moves conversation into long-term memory.
+        forgetting: Default forgetting policy for :meth:`forget`.
+        consolidate_every_tokens: Consolidate once this many tokens of conversation have
+            accumulated since the last consolidation (``None``: only on demand).
+        background: Run threshold-triggered consolidation in a background worker, so
+            :meth:`process_interaction` never waits for it.
+        system_prompt: Default system prompt of :meth:`build_context`.
+    """
+
+    def __init__(
+        self,
+        *,
+        short_term: SummaryBufferMemory,
+        working: WorkingMemory,
+        long_term: LongTermMemory,
+        consolidator: MemoryConsolidator,
+        forgetting: ForgettingPolicy | None = None,
+        consolidate_every_tokens: int | None = 2000,
+        background: bool = False,
+        system_prompt: str | None = None,
+    ) -> None:
+        self.short_term = short_term
+        self.working = working
+        self.long_term = long_term
+        self.consolidator = consolidator
+        self.forgetting = forgetting if forgetting is not None else ForgettingPolicy()
+        self.retriever = MemoryRetriever(long_term, working=working, short_term=short_term)
+        self.consolidate_every_tokens = consolidate_every_tokens
+        self.background = background
+        self.system_prompt = system_prompt
+        self._lock = threading.Lock()
+        self._worker: threading.Thread | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._owned: list[Callable[[], None]] = []
+
+    @property
+    def user_id(self) -> str:
+        """Owner of the long-term memories."""
+        return self.long_term.scope.user_id
+
+    @property
+    def session_id(self) -> str:
+        """The current conversation."""
+        return self.short_term.session_id
+
+    @property
+    def token_counter(self) -> TokenCounter:
+        """Counts tokens for the target model."""
+        return self.short_term.token_counter
+
+    @classmethod
+    def open(
+        cls,
+        *,
+        user_id: str,
+        session_id: str | None = None,
+        home: str | Path | None = None,
+        llm: ChatModel | None = None,
+        embedder: Embedder | None = None,
+        model: str = "gpt-4o",
+        max_short_term_tokens: int = 2000,
+        consolidate_every_tokens: int | None = 2000,
+        background: bool = False,
+        clock: Callable[[], datetime] | None = None,
+        system_prompt: str | None = None,
+    ) -> MemoryManager:
+        """A manager on the embedded defaults: SQLite sessions and Qdrant Edge memories
+        under ``home`` (``AGENTMEM_HOME``, else the per-user data directory), the local
+        embedder, and ``llm`` if given (without one: no summaries, rounds as episodes).
+
+        ``session_id`` defaults to a new id; pass an earlier one to resume a conversation.
+        """
+        from agentmem.home import default_home
+        from agentmem.stores.sqlite import SQLiteSessionStore
+
+        root = Path(home) if home is not None else default_home()
+        root.mkdir(parents=True, exist_ok=True)
+        sessions = SQLiteSessionStore(root / "sessions.db")
+        try:
+            long_term = LongTermMemory.open(user_id=user_id, home=root, embedder=embedder)
+        except BaseException:
+            sessions.close()
+            raise
+        manager = cls.from_parts(
+            user_id=user_id,
+            session_id=session_id,
+            sessions=sessions,
+            long_term=long_term,
+            llm=llm,
+            model=model,
+            max_short_term_tokens=max_short_term_tokens,
+            consolidate_every_tokens=consolidate_every_tokens,
+            background=background,
+            clock=clock,
+            system_prompt=system_prompt,
+        )
+        manager._owned = [long_term.close, sessions.close]
+        return manager
+
+    @classmethod
+    def from_parts(
+        cls,
+        *,
+        user_id: str,
+        sessions: SessionStore,
+        long_term: LongTermMemory,
+        session_id: str | None = None,
+        llm: ChatModel | None = None,
+        model: str = "gpt-4o",
+        max_short_term_tokens: int = 2000,
+        consolidate_every_tokens: int | None = 2000,
+        background: bool = False,
+        clock: Callable[[], datetime] | None = None,
+        system_prompt: str | None = None,
+    ) -> MemoryManager:
+        """A manager over a given session store and long-term memory."""
+        session_id = session_id or f"{user_id}-{uuid.uuid4().hex[:12]}"
+        counter = TokenCounter(model)
+        short_term = SummaryBufferMemory(
+            llm,
+            max_tokens=max_short_term_tokens,
+            session_id=session_id,
+            store=sessions,
+            token_counter=counter,
+        )
+        working = WorkingMemory(
+            session_id=session_id, store=sessions, clock=clock, token_counter=counter
+        )
+        consolidator = MemoryConsolidator(long_term, store=sessions, llm=llm)
+        return cls(
+            short_term=short_term,
+            working=working,
+            long_term=long_term,
+            consolidator=consolidator,
+            forgetting=ForgettingPolicy(clock=clock or utcnow),
+            consolidate_every_tokens=consolidate_every_tokens,
+            background=background,
+            system_prompt=system_prompt,
+        )
+
+    # -- the conversation ------------------------------------------------------------------
+
+    def _interaction(
+        self, user_input: str, assistant_response: str, metadata: Mapping[str, Any] | None
+    ) -> list[Message]:
+        meta = dict(metadata or {})
+        return [
+            Message.create("user", user_input, metadata=meta),
+            Message.create("assistant", assistant_response, metadata=meta),
+        ]
+
+    def _pending_after(
+        self, state: dict[str, Any] | None, messages: list[Message]
+    ) -> dict[str, Any]:
+        tokens = sum(self.token_counter.count_message(m) for m in messages)
+        return {"pending_tokens": int((state or {}).get("pending_tokens", 0)) + tokens}
+
+    def _due(self, state: dict[str, Any]) -> bool:
+        limit = self.consolidate_every_tokens
+        return limit is not None and state["pending_tokens"] >= limit
+
+    def process_interaction(
+        self,
+        user_input: str,
+        assistant_response: str,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> ConsolidationReport | None:
+        """Record one exchange; consolidate when the token threshold is crossed.
+
+        Returns the consolidation report if it ran here (never in background mode).
+        """
+        messages = self._interaction(user_input, assistant_response, metadata)
+        self.short_term.add_messages(messages)
+        self.working.advance_turn()
+        store = self.short_term.store
+        with self._lock:
+            state = self._pending_after(
+                store.get_state(self.session_id, UNCONSOLIDATED_KEY), messages
+            )
+            store.set_state(self.session_id, UNCONSOLIDATED_KEY, state)
+        if not self._due(state):
+            return None
+        if self.background:
+            self._consolidate_in_background()
+            return None
+        return self.consolidate()
+
+    async def aprocess_interaction(
+        self,
+        user_input: str,
+        assistant_response: str,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> ConsolidationReport | None:
+        """Async twin of :meth:`process_interaction` (background runs as an asyncio task)."""
+        messages = self._interaction(user_input, assistant_response, metadata)
+        await self.short_term.aadd_messages(messages)
+        await self.working.aadvance_turn()
+        store = self.short_term.store
+        previous = await store.aget_state(self.session_id, UNCONSOLIDATED_KEY)
+        state = self._pending_after(previous, messages)
+        await store.aset_state(self.session_id, UNCONSOLIDATED_KEY, state)
+        if not self._due(state):
+            return None
+        if self.background:
+            task = asyncio.create_task(self.aconsolidate())
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+            return None
+        return await self.aconsolidate()
+
+    def _consolidate_in_background(self) -> None:
+        with self._lock:
+            if self._worker is not None and self._worker.is_alive():
+                return  # one run at a time; the next threshold crossing catches up
+            self._worker = threading.Thread(
+                target=self._background_run, name=f"agentmem-consolidate-{self.session_id}"
+            )
+            self._worker.daemon = True
+            self._worker.start()
+
+    def _background_run(self) -> None:
+        try:
+            self.consolidate()
+        except Exception:
+            logger.exception("background consolidation of session %r failed", self.session_id)
+
+    def wait_for_background(self, timeout: float | None = None) -> None:
+        """Wait until a running background consolidation (thread) finishes."""
+        worker = self._worker
+        if worker is not None:
+            worker.join(timeout)
+
+    async def await_background(self) -> None:
+        """Wait until running background consolidations (asyncio tasks) finish."""
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    # -- consolidation, remembering, forgetting ------------------------------------------
+
+    def consolidate(self) -> ConsolidationReport:
+        """Consolidate this session's messages not consolidated before."""
+        log = self.short_term.get_log()
+        report = self.consolidator.consolidate_session(log, session_id=self.session_id)
+        if report.error is None:
+            with self._lock:
+                self.short_term.store.set_state(
+                    self.session_id, UNCONSOLIDATED_KEY, {"pending_tokens": 0}
+                )
+        return report
+
+    async def aconsolidate(self) -> ConsolidationReport:
+        """Async twin of :meth:`consolidate`."""
+        log = await self.short_term.aget_log()
+        report = await self.consolidator.aconsolidate_session(log, session_id=self.session_id)
+        if report.error is None:
+            await self.short_term.store.aset_state(
+                self.session_id, UNCONSOLIDATED_KEY, {"pending_tokens": 0}
+            )
+        return report
+
+    def remember(
+        self,
+        content: str,
+        memory_type: str = "semantic",
+        *,
+        importance: float = 0.7,
+        **fields: Any,
+    ) -> ConflictDecision:
+        """Store a memory now, through conflict resolution (duplicates reinforce, updates
+        supersede). Returns the decision."""
+        fields.setdefault("source_session_id", self.session_id)
+        record = self.long_term.new_record(content, memory_type, importance=importance, **fields)
+        return self.consolidator.resolver.write(self.long_term, record)
+
+    async def aremember(
+        self,
+        content: str,
+        memory_type: str = "semantic",
+        *,
+        importance: float = 0.7,
+        **fields: Any,
+    ) -> ConflictDecision:
+        """Async twin of :meth:`remember`."""
+        fields.setdefault("source_session_id", self.session_id)
+        record = self.long_term.new_record(content, memory_type, importance=importance, **fields)
+        return await self.consolidator.resolver.awrite(self.long_term, record)
+
+    def recall(self, query: str, top_k: int = 5, **kwargs: Any) -> list[ScoredRecord]:
+        """Long-term memories relevant to ``query`` (see ``LongTermMemory.retrieve_memories``)."""
+        return self.long_term.retrieve_memories(query, top_k, **kwargs)
+
+    async def arecall(self, query: str, top_k: int = 5, **kwargs: Any) -> list[ScoredRecord]:
+        """Async twin of :meth:`recall`."""
+        return await self.long_term.aretrieve_memories(query, top_k, **kwargs)
+
+    def forget(
+        self, *, dry_run: bool = False, policy: ForgettingPolicy | None = None
+    ) -> ForgettingReport:
+        """Run a forgetting pass over this user's memories (``dry_run`` only reports)."""
+        return (policy or self.forgetting).apply(self.long_term, dry_run=dry_run)
+
+    async def aforget(
+        self, *, dry_run: bool = False, policy: ForgettingPolicy | None = None
+    ) -> ForgettingReport:
+        """Async twin of :meth:`forget`."""
+        return await (policy or self.forgetting).aapply(self.long_term, dry_run=dry_run)
+
+    # -- working memory --------------------------------------------------------------------
+
+    def update_working_memory(self, key: str, value: Any, ttl: float | None = None) -> None:
+        """Set a working-memory variable (``ttl`` in seconds)."""
+        self.working.set_variable(key, value, ttl=ttl)
+
+    async def aupdate_working_memory(self, key: str, value: Any, ttl: float | None = None) -> None:
+        """Async twin of :meth:`update_working_memory`."""
+        await self.working.aset_variable(key, value, ttl=ttl)
+
+    def record_reasoning_step(self, step: str) -> None:
+        """Add a step to the working-memory scratchpad."""
+        self.working.add_scratchpad_entry(step)
+
+    async def arecord_reasoning_step(self, step: str) -> None:
+        """Async twin of :meth:`record_reasoning_step`."""
+        await self.working.aadd_scratchpad_entry(step)
+
+    # -- context ---------------------------------------------------------------------------
+
+    def build_context(
+        self,
+        query: str,
+        max_tokens: int = 2000,
+        *,
+        system_prompt: str | None = None,
+        strategy: Strategy = "hybrid",
+        top_k: int = 5,
+        include_query: bool = True,
+    ) -> BuiltContext:
+        """Pack system prompt, working memory, recalled memories, summary and recent turns
+        into ``max_tokens`` exactly (see :mod:`agentmem.context`)."""
+        retrieved = self.retriever.retrieve_relevant_context(query, strategy, top_k)
+        return self._pack(
+            query, max_tokens, system_prompt, strategy, retrieved.memories, include_query
+        )
+
+    async def abuild_context(
+        self,
+        query: str,
+        max_tokens: int = 2000,
+        *,
+        system_prompt: str | None = None,
+        strategy: Strategy = "hybrid",
+        top_k: int = 5,
+        include_query: bool = True,
+    ) -> BuiltContext:
+        """Async twin of :meth:`build_context`."""
+        retrieved = await self.retriever.aretrieve_relevant_context(query, strategy, top_k)
+        await self.short_term.arefresh()
+        return self._pack(
+            query, max_tokens, system_prompt, strategy, retrieved.memories, include_query
+        )
+
+    def _pack(
+        self,
+        query: str,
+        max_tokens: int,
+        system_prompt: str | None,
+        strategy: Strategy,
+        hits: list[ScoredRecord],
+        include_query: bool,
+    ) -> BuiltContext:
+        use_working = strategy in ("working", "hybrid")
+        use_recent = strategy in ("recent", "hybrid")
+        return pack_context(
+            counter=self.token_counter,
+            max_tokens=max_tokens,
+            query=query if include_query else None,
+            system_prompt=system_prompt if system_prompt is not None else self.system_prompt,
+            working_text=self.working.get_context_for_llm if use_working else None,
+            hits=hits,
+            view_for=(lambda n: self.short_term.get_view(max_tokens=n)) if use_recent else None,
+        )
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Wait for background work, then close what :meth:`open` opened."""
+        self.wait_for_background()
+        for close in self._owned:
+            close()
+        self._owned = []
+
+    async def aclose(self) -> None:
+        """Async twin of :meth:`close`."""
+        await self.await_background()
+        self.close()
+
+    def __enter__(self) -> MemoryManager:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

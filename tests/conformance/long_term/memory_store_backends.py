@@ -1,0 +1,104 @@
+"""Backends of the long-term store conformance suite, and the data its tests build.
+
+:class:`MemorySpec` says where a backend keeps its memories (``edge`` on a temp dir,
+``local`` = ``QdrantClient(":memory:")``, ``server`` = ``QDRANT_URL``, one collection per
+test); the fixtures in ``conftest.py`` build one per backend.
+
+Vectors are small random unit vectors and hand-made sparse vectors, so the suite does not
+depend on any embedder.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from qdrant_client import QdrantClient
+
+from agentmem.long_term.qdrant_client import QdrantClientStore
+from agentmem.long_term.qdrant_edge import QdrantEdgeStore
+from agentmem.long_term.records import MemoryRecord, Scope
+from agentmem.long_term.store import MemoryStore, SparseVector
+
+__all__ = [
+    "DIM",
+    "MemorySpec",
+    "mem",
+    "put",
+    "sparse_of",
+    "unit",
+]
+
+DIM = 8
+
+
+@dataclass
+class MemorySpec:
+    """How to open (and reopen) one backend's store."""
+
+    backend: str
+    path: Path | None = None
+    url: str | None = None
+    collection: str = field(default_factory=lambda: f"conf_{uuid.uuid4().hex[:12]}")
+    client: Any = None
+
+    @property
+    def reopenable(self) -> bool:
+        return self.backend != "local" or self.client is not None
+
+    def open(self, dimension: int = DIM) -> MemoryStore:
+        if self.backend == "edge":
+            return QdrantEdgeStore(self.path or Path("."), dimension=dimension)
+        if self.backend == "local":
+            if self.client is None:
+                self.client = QdrantClient(":memory:")
+            return QdrantClientStore(self.client, collection=self.collection, dimension=dimension)
+        return QdrantClientStore(url=self.url, collection=self.collection, dimension=dimension)
+
+    def drop(self) -> None:
+        if self.backend == "server":
+            client = QdrantClient(url=self.url)
+            client.delete_collection(self.collection)
+            client.close()
+        elif self.client is not None:
+            self.client.close()
+
+
+def unit(rng: np.random.Generator, dim: int = DIM) -> list[float]:
+    """A random unit vector."""
+    v = rng.normal(size=dim)
+    return [float(x) for x in v / np.linalg.norm(v)]
+
+
+def sparse_of(*terms: int) -> SparseVector:
+    """A sparse vector with term frequency 1 for each term index."""
+    return SparseVector(list(terms), [1.0] * len(terms))
+
+
+def put(
+    store: MemoryStore,
+    records: list[MemoryRecord],
+    dense: list[list[float]] | None = None,
+    sparse: list[SparseVector] | None = None,
+    *,
+    seed: int = 0,
+) -> list[MemoryRecord]:
+    """Upsert ``records`` with given or random vectors; returns them."""
+    rng = np.random.default_rng(seed)
+    dense = dense if dense is not None else [unit(rng) for _ in records]
+    sparse = sparse if sparse is not None else [sparse_of(1000 + i) for i in range(len(records))]
+    store.upsert(records, dense, sparse)
+    return records
+
+
+def mem(content: str, user: str = "alice", **fields: Any) -> MemoryRecord:
+    """A semantic memory of ``user`` (scope fields and record fields as keywords)."""
+    scope = Scope(
+        user_id=user,
+        agent_id=fields.pop("agent_id", None),
+        session_id=fields.pop("session_id", None),
+    )
+    return MemoryRecord.new(content, fields.pop("memory_type", "semantic"), scope=scope, **fields)

@@ -1,0 +1,89 @@
+"""The ``agentmem`` command line, on the embedded defaults (real model, Edge, SQLite)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentmem.cli import main
+
+pytestmark = pytest.mark.integration
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    assert main(list(args)) == 0
+    return capsys.readouterr().out
+
+
+def test_demo_runs_offline_and_honours_agentmem_home(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    env["AGENTMEM_HOME"] = str(tmp_path / "home")
+    done = subprocess.run(
+        [sys.executable, "-m", "agentmem.cli", "demo"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "No LLM configured" in out
+    assert "Recalled from session one:" in out
+    assert "tabs" in out.split("Recalled from session one:")[1].split("Prompt:")[0]
+    assert "reply_priming" in out
+    assert "Forgetting, dry run" in out
+    assert (tmp_path / "home" / "sessions.db").exists()
+    assert (tmp_path / "home" / "long_term").is_dir()
+
+
+def test_ingest_search_stats_export_import_round_trip(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    chat = tmp_path / "chat.jsonl"
+    lines = [
+        {"session_id": "a", "role": "user", "content": "I prefer tabs for Python code."},
+        {"session_id": "a", "role": "assistant", "content": "Noted, tabs."},
+        {"session_id": "b", "role": "user", "content": "My cat is called Miso."},
+        {"session_id": "b", "role": "assistant", "content": "Cute name!"},
+    ]
+    chat.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
+    first = str(tmp_path / "first")
+    out = run(capsys, "--home", first, "ingest", str(chat), "--user", "alice")
+    assert "ingested 4 messages in 2 sessions; 2 memories written" in out
+    found = run(capsys, "--home", first, "search", "what is my cat called", "--user", "alice")
+    assert "Miso" in found.splitlines()[1]
+    assert "2 memories" in run(capsys, "--home", first, "stats", "--user", "alice")
+
+    dump = tmp_path / "alice.jsonl"
+    run(capsys, "--home", first, "export", str(dump), "--user", "alice")
+    second = str(tmp_path / "second")
+    assert "imported 2 memories" in run(
+        capsys, "--home", second, "import", str(dump), "--user", "alice"
+    )
+    for query in ("what is my cat called", "indentation preference"):
+        a = run(capsys, "--home", first, "search", query, "--user", "alice", "--mode", "dense")
+        b = run(capsys, "--home", second, "search", query, "--user", "alice", "--mode", "dense")
+        ids_a = [line.split()[1] for line in a.splitlines() if not line.startswith(" ")]
+        ids_b = [line.split()[1] for line in b.splitlines() if not line.startswith(" ")]
+        assert ids_a == ids_b
+
+    report = run(capsys, "--home", first, "forget", "--user", "alice", "--dry-run")
+    assert "Examined 2 memories" in report
+    ctx = run(capsys, "--home", first, "context", "tabs or spaces?", "--user", "alice")
+    assert "<recalled_memories>" in ctx
+    assert "--- ledger" in ctx
+
+
+def test_bad_import_file_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"content": "no type"}\n', encoding="utf-8")
+    assert main(["--home", str(tmp_path / "h"), "import", str(bad), "--user", "alice"]) == 2
+    assert "bad.jsonl:1: not a memory record" in capsys.readouterr().out
