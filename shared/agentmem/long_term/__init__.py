@@ -8,6 +8,7 @@ Example:
 
 from agentmem.long_term.episodic import Episode, EpisodicMemory
 from agentmem.long_term.memory import MAX_CONTENT_CHARS, LongTermMemory
+from agentmem.long_term.qdrant_edge import QdrantEdgeStore
 from agentmem.long_term.ranking import RankingConfig, SearchMode
 from agentmem.long_term.records import (
     MEMORY_TYPES,
@@ -31,6 +32,8 @@ __all__ = [
     "MemoryRecord",
     "MemoryStore",
     "MemoryType",
+    "QdrantClientStore",
+    "QdrantEdgeStore",
     "RankingConfig",
     "RecordFilter",
     "RelatedConcept",
@@ -42,3 +45,13 @@ __all__ = [
     "SparseVector",
     "content_hash",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # QdrantClientStore needs the optional ``qdrant-client`` package: import it on first use.
+    if name == "QdrantClientStore":
+        from agentmem.long_term.qdrant_client import QdrantClientStore
+
+        return QdrantClientStore
+    msg = f"module {__name__!r} has no attribute {name!r}"
+    raise AttributeError(msg)
