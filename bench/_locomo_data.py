@@ -18,9 +18,10 @@ import re
 from collections import Counter
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+from agentmem.ingest import Turn, locomo_turns, parse_session_date, turn_text
 
 __all__ = [
     "CleanupStats",
@@ -34,71 +35,8 @@ __all__ = [
     "turn_text",
 ]
 
-_DATE = re.compile(
-    r"^\s*(?P<hour>\d{1,2}):(?P<minute>\d{2})\s*(?P<ampm>am|pm)\s+on\s+"
-    r"(?P<day>\d{1,2})\s+(?P<month>[A-Za-z]+),?\s+(?P<year>\d{4})\s*$",
-    re.IGNORECASE,
-)
-_MONTHS = {
-    name: n
-    for n, name in enumerate(
-        (
-            "january",
-            "february",
-            "march",
-            "april",
-            "may",
-            "june",
-            "july",
-            "august",
-            "september",
-            "october",
-            "november",
-            "december",
-        ),
-        start=1,
-    )
-}
 _DIA_ID = re.compile(r"^D(\d+):(\d+)$")
-_SESSION_KEY = re.compile(r"^session_(\d+)$")
 _BAD_SCOPE_CHARS = re.compile(r"[^A-Za-z0-9_.:@-]")
-
-
-def parse_session_date(text: str) -> datetime:
-    """Parse a LoCoMo session date (``"1:56 pm on 8 May, 2023"``) as an aware UTC datetime.
-
-    Month names may be abbreviated to three letters; the comma is optional.
-
-    Raises:
-        ValueError: ``text`` is not in that format.
-
-    Example:
-        >>> parse_session_date("1:56 pm on 8 May, 2023").isoformat()
-        '2023-05-08T13:56:00+00:00'
-    """
-    match = _DATE.match(text)
-    month = None
-    if match:
-        name = match["month"].lower()
-        month = _MONTHS.get(name) or next(
-            (n for full, n in _MONTHS.items() if len(name) >= 3 and full.startswith(name)), None
-        )
-    if match is None or month is None:
-        msg = f"unrecognized LoCoMo date {text!r}; expected e.g. '1:56 pm on 8 May, 2023'"
-        raise ValueError(msg)
-    hour = int(match["hour"])
-    if not 1 <= hour <= 12:
-        msg = f"unrecognized LoCoMo date {text!r}: hour {hour} is not on a 12-hour clock"
-        raise ValueError(msg)
-    hour = hour % 12 + (12 if match["ampm"].lower() == "pm" else 0)
-    return datetime(
-        int(match["year"]),
-        month,
-        int(match["day"]),
-        hour,
-        int(match["minute"]),
-        tzinfo=timezone.utc,
-    )
 
 
 def scope_id(sample_id: str) -> str:
@@ -109,31 +47,6 @@ def scope_id(sample_id: str) -> str:
         'conv_26_a'
     """
     return _BAD_SCOPE_CHARS.sub("_", sample_id)[:256] or "_"
-
-
-@dataclass(frozen=True)
-class Turn:
-    """One turn of a conversation."""
-
-    dia_id: str
-    speaker: str
-    text: str
-    session: int
-    date: datetime | None
-    blip_caption: str | None = None
-
-
-def turn_text(turn: Turn) -> str:
-    """The memory text of a turn: ``'{speaker} said, "{text}"'`` plus the image caption.
-
-    Example:
-        >>> turn_text(Turn("D1:1", "Ann", "Look!", 1, None, "a photo of a dog"))
-        'Ann said, "Look!" and shared a photo of a dog'
-    """
-    text = f'{turn.speaker} said, "{turn.text}"'
-    if turn.blip_caption:
-        text += f" and shared {turn.blip_caption}"
-    return text
 
 
 @dataclass(frozen=True)
@@ -231,35 +144,6 @@ def clean_evidence(
     return tuple(out), counts
 
 
-def _turns(conv: dict[str, Any], stats: CleanupStats) -> list[Turn]:
-    sessions = sorted(
-        (int(m[1]), key)
-        for key in conv
-        if (m := _SESSION_KEY.match(key)) and isinstance(conv[key], list)
-    )
-    turns: list[Turn] = []
-    for number, key in sessions:
-        date: datetime | None = None
-        raw_date = conv.get(f"{key}_date_time")
-        if raw_date:
-            try:
-                date = parse_session_date(str(raw_date))
-            except ValueError:
-                stats.bad_dates += 1
-        for t in conv[key]:
-            turns.append(
-                Turn(
-                    dia_id=str(t["dia_id"]),
-                    speaker=str(t.get("speaker", "")),
-                    text=str(t.get("text", "")),
-                    session=number,
-                    date=date,
-                    blip_caption=t.get("blip_caption") or None,
-                )
-            )
-    return turns
-
-
 def load_locomo(path: str | Path) -> tuple[list[Conversation], CleanupStats]:
     """Load a LoCoMo-format JSON file (a list of samples) with evidence cleaned up.
 
@@ -275,7 +159,8 @@ def load_locomo(path: str | Path) -> tuple[list[Conversation], CleanupStats]:
     stats = CleanupStats()
     conversations: list[Conversation] = []
     for n, sample in enumerate(data):
-        turns = _turns(sample["conversation"], stats)
+        turns, bad_dates = locomo_turns(sample["conversation"])
+        stats.bad_dates += bad_dates
         known = {t.dia_id for t in turns}
         questions: list[Question] = []
         for i, qa in enumerate(sample["qa"]):

@@ -6,7 +6,7 @@ Usage:
         [--limit-conversations N] [--limit-questions N]
         [--candidates 60] [--importance-weight 0.002] [--recency-weight 0.002]
         [--half-life-days 30] [--duplicate-threshold 0.97|none] [--mmr-lambda none]
-        [--now last-session|wall] [--rrf-k K]
+        [--now last-session|wall]
 
 Protocol (``../shared/BENCHMARKS.md``): one ``LongTermMemory`` scope per conversation (all in
 one Qdrant Edge store on a temporary directory, real local all-MiniLM-L6-v2 embedder); every
@@ -23,8 +23,6 @@ latency p50/p95 per mode (the query embedding is made once per question beforeha
 every mode finds it cached; its own latency is reported apart) and ingest throughput.
 ``--now last-session`` (default) runs each conversation's clock at its last session date, so
 recency is measured as if the questions were asked right after the conversation.
-``--rrf-k`` is an experiment: it overrides the RRF constant of the Qdrant backends for this
-process only.
 
 The data is CC BY-NC 4.0: evaluation only, never shipped in the wheel.
 """
@@ -44,6 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # run as a script: make `bench` importable
 
+from agentmem.ingest import locomo_records  # noqa: E402
 from bench._common import environment, peak_rss_mb, percentile, print_table, write_json  # noqa: E402
 from bench._ir_metrics import METRICS, aggregate, score_ranking  # noqa: E402
 from bench._locomo_data import (  # noqa: E402
@@ -51,7 +50,6 @@ from bench._locomo_data import (  # noqa: E402
     Conversation,
     load_locomo,
     scope_id,
-    turn_text,
 )
 
 __all__ = ["DEFAULT_DATA", "DRAGON_R_FRAC_AT_10", "main", "run"]
@@ -88,24 +86,9 @@ def _ranking(args: argparse.Namespace) -> Any:
     )
 
 
-def _ingest(
-    memory: Any, conv: Conversation, batch_size: int, fallback: datetime
-) -> tuple[int, float]:
-    records = [
-        memory.new_record(
-            turn_text(t),
-            "episodic",
-            metadata={
-                "dia_id": t.dia_id,
-                "session": t.session,
-                "date": t.date.isoformat() if t.date else None,
-            },
-            created_at=t.date or fallback,
-            source_message_ids=(t.dia_id,),
-            source_session_id=f"session_{t.session}",
-        )
-        for t in conv.turns
-    ]
+def _ingest(memory: Any, conv: Conversation, batch_size: int) -> tuple[int, float]:
+    # The library's own LoCoMo write path (agentmem.ingest), as `agentmem ingest` uses it.
+    records = locomo_records(memory, list(conv.turns))
     start = time.perf_counter()
     for i in range(0, len(records), batch_size):
         memory.store_records(records[i : i + batch_size])
@@ -119,7 +102,6 @@ def _mean(values: Sequence[float]) -> float:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Run the benchmark described by parsed ``args``; returns the JSON report."""
     from agentmem.embeddings import default_embedder
-    from agentmem.long_term import _qdrant_common
     from agentmem.long_term.memory import LongTermMemory
     from agentmem.long_term.qdrant_edge import QdrantEdgeStore
     from agentmem.tokens import TokenCounter
@@ -128,8 +110,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.limit_conversations:
         conversations = conversations[: args.limit_conversations]
     _print_cleanup(stats)
-    if args.rrf_k is not None:
-        _qdrant_common.RRF_K = args.rrf_k  # experiment only; see the module docstring
     ranking = _ranking(args)
     counter = TokenCounter()
     embedder = default_embedder()
@@ -157,7 +137,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     ranking=ranking,
                     clock=clock,
                 )
-                n, seconds = _ingest(memory, conv, args.batch_size, min(dates, default=_EPOCH))
+                n, seconds = _ingest(memory, conv, args.batch_size)
                 ingested += n
                 ingest_s += seconds
                 questions = [q for q in conv.questions if q.evidence]
@@ -216,7 +196,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "half_life_days": ranking.half_life_days,
                 "duplicate_threshold": ranking.duplicate_threshold,
                 "mmr_lambda": ranking.mmr_lambda,
-                "rrf_k": _qdrant_common.RRF_K,
                 "now": args.now,
             },
             "embedder": embedder.model_name,
@@ -313,7 +292,6 @@ def _parser() -> argparse.ArgumentParser:
     ranking.add_argument("--duplicate-threshold", type=_optional_float, default=0.97)
     ranking.add_argument("--mmr-lambda", type=_optional_float, default=None)
     ranking.add_argument("--now", choices=("last-session", "wall"), default="last-session")
-    ranking.add_argument("--rrf-k", type=int, default=None, help="experiment: override RRF k")
     return parser
 
 

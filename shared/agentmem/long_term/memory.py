@@ -290,7 +290,8 @@ class LongTermMemory:
 
     def _fetch_size(self, top_k: int) -> int:
         extra = self.ranking.duplicate_threshold is not None or self.ranking.mmr_lambda is not None
-        return min(1000, top_k * 2 + 5) if extra else top_k
+        # A few spare hits refill the list when near-duplicates are dropped.
+        return min(1000, top_k + max(5, top_k // 2)) if extra else top_k
 
     def _finish(
         self,
