@@ -11,6 +11,15 @@ Example:
 from agentmem.conflicts import ConflictDecision, ConflictResolver
 from agentmem.consolidation import ConsolidationReport, MemoryConsolidator
 from agentmem.context import BuiltContext
+from agentmem.embeddings import (
+    CachedEmbedder,
+    Embedder,
+    LangChainEmbedder,
+    LlamaIndexEmbedder,
+    OpenAIEmbedder,
+    SentenceTransformerEmbedder,
+    default_embedder,
+)
 from agentmem.errors import (
     AgentMemError,
     ConfigurationError,
@@ -37,19 +46,23 @@ from agentmem.short_term import (
     SlidingWindowMemory,
     SummaryBufferMemory,
 )
+from agentmem.sparse import Bm25Encoder, SparseEncoder
 from agentmem.tokens import TokenCounter
 from agentmem.types import Message, ToolCall
 from agentmem.working import Hypothesis, ScratchpadEntry, Task, TaskStatus, WorkingMemory
 
 __all__ = [
     "AgentMemError",
+    "Bm25Encoder",
     "BuiltContext",
+    "CachedEmbedder",
     "ChatModel",
     "ConfigurationError",
     "ConflictDecision",
     "ConflictResolver",
     "ConsolidationReport",
     "ConversationBufferMemory",
+    "Embedder",
     "EpisodicMemory",
     "ForgettingPolicy",
     "ForgettingReport",
@@ -62,17 +75,22 @@ __all__ = [
     "LLMOutputError",
     "LLMResponseError",
     "LLMTimeoutError",
+    "LangChainEmbedder",
+    "LlamaIndexEmbedder",
     "LongTermMemory",
     "MemoryConsolidator",
     "MemoryManager",
     "MemoryRecord",
     "MemoryRetriever",
     "Message",
+    "OpenAIEmbedder",
     "ScratchpadEntry",
     "SemanticMemory",
+    "SentenceTransformerEmbedder",
     "ShortTermMemory",
     "ShortTermView",
     "SlidingWindowMemory",
+    "SparseEncoder",
     "StoreError",
     "StructuredChatModel",
     "SummaryBufferMemory",
@@ -84,4 +102,5 @@ __all__ = [
     "WorkingMemory",
     "acomplete_json",
     "complete_json",
+    "default_embedder",
 ]

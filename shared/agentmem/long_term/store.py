@@ -25,7 +25,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
+from typing import Any, Literal, NamedTuple, Protocol
+
+from typing_extensions import runtime_checkable
 
 from agentmem.long_term.records import MemoryRecord, RecordFilter, Scope
 
@@ -87,6 +89,8 @@ class ScoredRecord(NamedTuple):
     components: Mapping[str, float] = {}
 
 
+# typing_extensions' runtime_checkable does not evaluate properties (``dimension``) in
+# isinstance() checks, which typing's does on Python < 3.12.
 @runtime_checkable
 class MemoryStore(Protocol):
     """Scoped storage and search of long-term memories, with async twins."""

@@ -1,0 +1,59 @@
+"""The public surface that users (and checks from outside the repo) rely on."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+import agentmem
+
+REQUIRED = {
+    "agentmem": [
+        # foundation
+        "Message",
+        "TokenCounter",
+        "ConversationBufferMemory",
+        "SlidingWindowMemory",
+        "SummaryBufferMemory",
+        # working memory
+        "WorkingMemory",
+        # long-term
+        "LongTermMemory",
+        "EpisodicMemory",
+        "SemanticMemory",
+        # controller
+        "MemoryManager",
+        "MemoryConsolidator",
+        "MemoryRetriever",
+        "ConflictResolver",
+        "ForgettingPolicy",
+    ],
+}
+
+
+@pytest.mark.parametrize(("module", "names"), REQUIRED.items())
+def test_required_names_are_exported(module: str, names: list[str]) -> None:
+    mod = importlib.import_module(module)
+    for name in names:
+        assert name in mod.__all__, name
+        assert getattr(mod, name) is not None
+
+
+def test_all_lists_exactly_what_the_package_exports() -> None:
+    assert agentmem.__all__ == sorted(agentmem.__all__, key=lambda n: (n[0].islower(), n))
+    for name in agentmem.__all__:
+        assert hasattr(agentmem, name), name
+
+
+def test_importing_agentmem_loads_no_model_or_framework() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, agentmem; "
+        "print([m for m in ('torch', 'sentence_transformers', 'openai', 'redis', "
+        "'qdrant_client', 'langchain_core') if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
