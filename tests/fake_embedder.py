@@ -1,6 +1,7 @@
 """A deterministic hashing embedder for tests (no model, no network).
 
-Each word of a text adds 1 to a bucket chosen by its sha256, then the vector is
+Each word of a text (lower-cased, surrounding punctuation stripped) adds 1 to a bucket
+chosen by its sha256, then the vector is
 L2-normalized: texts sharing words get positive cosine similarity, identical texts get
 identical vectors, in every process. Every call is recorded in ``calls``.
 """
@@ -35,7 +36,8 @@ class HashingEmbedder:
     def vector(self, text: str) -> list[float]:
         """The vector of ``text`` (without recording a call)."""
         out = [0.0] * self._dimension
-        for word in text.lower().split() or [text]:
+        words = [w.strip(".,!?;:\"'()") for w in text.lower().split()]
+        for word in [w for w in words if w] or [text]:
             digest = hashlib.sha256(word.encode()).digest()
             out[int.from_bytes(digest[:4], "big") % self._dimension] += 1.0
         norm = math.sqrt(sum(x * x for x in out)) or 1.0

@@ -5,6 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from tests.fake_embedder import HashingEmbedder
+
+__all__ = ["HashingEmbedder", "ScriptedChatModel"]
+
 
 class ScriptedChatModel:
     """A chat model that replays scripted replies, recording every prompt it receives.
@@ -36,43 +40,3 @@ class ScriptedChatModel:
 
     async def acomplete(self, messages: Sequence[Mapping[str, Any]], **_: Any) -> str:
         return self._next(messages)
-
-
-class HashingEmbedder:
-    """Deterministic bag-of-words embedder: each lower-cased word hashes to a dimension.
-
-    Texts sharing words are similar; identical texts are identical. Fast and offline.
-    """
-
-    def __init__(self, dimension: int = 64) -> None:
-        self.dimension = dimension
-        self.model_name = f"hashing-{dimension}"
-        self.calls = 0
-
-    def _embed(self, text: str) -> list[float]:
-        import hashlib
-        import math
-
-        vec = [0.0] * self.dimension
-        for word in text.lower().split():
-            word = word.strip(".,!?;:\"'()")
-            if not word:
-                continue
-            digest = hashlib.sha256(word.encode()).digest()
-            vec[int.from_bytes(digest[:4], "big") % self.dimension] += 1.0
-        norm = math.sqrt(sum(v * v for v in vec)) or 1.0
-        return [v / norm for v in vec]
-
-    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        self.calls += 1
-        return [self._embed(t) for t in texts]
-
-    def embed_query(self, text: str) -> list[float]:
-        self.calls += 1
-        return self._embed(text)
-
-    async def aembed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        return self.embed_documents(texts)
-
-    async def aembed_query(self, text: str) -> list[float]:
-        return self.embed_query(text)
