@@ -1,0 +1,242 @@
+"""Memory tools for agents: save, search, update and delete memories, set working memory.
+
+Every tool acts inside the :class:`~agentmem.MemoryManager`'s scope (its user, and its
+agent/session when set); a tool can never reach another user's memories. Errors an agent
+can fix (bad id, empty content, importance out of range) come back to the model as the
+tool's result, so it can retry; the tools are ``StructuredTool``s with sync and async forms.
+
+Example:
+    >>> tools = create_memory_tools(manager, permissions="read_only")  # doctest: +SKIP
+    >>> [t.name for t in tools]  # doctest: +SKIP
+    ['search_memory']
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Literal
+
+from langchain_core.tools import BaseTool, StructuredTool, ToolException
+
+from agentmem.errors import AgentMemError, ConfigurationError
+from agentmem.long_term.records import MemoryRecord
+from agentmem.manager import MemoryManager
+
+__all__ = ["READ_TOOLS", "TOOL_NAMES", "WRITE_TOOLS", "Permissions", "create_memory_tools"]
+
+Permissions = Literal["read_write", "read_only"]
+READ_TOOLS: tuple[str, ...] = ("search_memory",)
+WRITE_TOOLS: tuple[str, ...] = (
+    "save_memory",
+    "update_memory",
+    "delete_memory",
+    "set_working_memory",
+)
+TOOL_NAMES: tuple[str, ...] = READ_TOOLS + WRITE_TOOLS
+
+MemoryKind = Literal["semantic", "episodic", "procedural"]
+
+
+def _guard(func: Callable[..., str]) -> Callable[..., str]:
+    @functools.wraps(func)
+    def run(*args: Any, **kwargs: Any) -> str:
+        try:
+            return func(*args, **kwargs)
+        except AgentMemError as exc:
+            raise ToolException(str(exc)) from exc
+
+    return run
+
+
+def _aguard(func: Callable[..., Awaitable[str]]) -> Callable[..., Awaitable[str]]:
+    @functools.wraps(func)
+    async def run(*args: Any, **kwargs: Any) -> str:
+        try:
+            return await func(*args, **kwargs)
+        except AgentMemError as exc:
+            raise ToolException(str(exc)) from exc
+
+    return run
+
+
+def _describe(record: MemoryRecord, score: float | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": record.id,
+        "content": record.content,
+        "memory_type": record.memory_type,
+        "importance": round(record.importance, 3),
+        "created_at": record.created_at.isoformat(),
+    }
+    if score is not None:
+        out["score"] = round(score, 4)
+    return out
+
+
+class _MemoryToolset:
+    """The tool bodies, bound to one manager."""
+
+    def __init__(self, manager: MemoryManager, search_k: int) -> None:
+        self.m = manager
+        self.search_k = search_k
+
+    def save(
+        self, content: str, memory_type: MemoryKind = "semantic", importance: float = 0.7
+    ) -> str:
+        decision = self.m.remember(content, memory_type, importance=importance)
+        return json.dumps(
+            {"action": decision.action, "id": decision.record.id, "reason": decision.reason}
+        )
+
+    async def asave(
+        self, content: str, memory_type: MemoryKind = "semantic", importance: float = 0.7
+    ) -> str:
+        decision = await self.m.aremember(content, memory_type, importance=importance)
+        return json.dumps(
+            {"action": decision.action, "id": decision.record.id, "reason": decision.reason}
+        )
+
+    def search(self, query: str, k: int | None = None) -> str:
+        hits = self.m.recall(query, k or self.search_k)
+        return json.dumps([_describe(h.record, h.score) for h in hits], ensure_ascii=False)
+
+    async def asearch(self, query: str, k: int | None = None) -> str:
+        hits = await self.m.arecall(query, k or self.search_k)
+        return json.dumps([_describe(h.record, h.score) for h in hits], ensure_ascii=False)
+
+    def _replacement(
+        self, old: MemoryRecord, content: str | None, importance: float | None
+    ) -> MemoryRecord:
+        return self.m.long_term.new_record(
+            content if content is not None else old.content,
+            old.memory_type,
+            importance=importance if importance is not None else old.importance,
+            metadata=old.metadata,
+            subtype=old.subtype,
+            concept=old.concept,
+            source_session_id=self.m.session_id,
+        )
+
+    def update(
+        self, memory_id: str, content: str | None = None, importance: float | None = None
+    ) -> str:
+        lt = self.m.long_term
+        if content is None:
+            if importance is None:
+                return "nothing to update: pass content and/or importance"
+            return json.dumps(_describe(lt.update_memory_importance(memory_id, importance)))
+        old = lt.get_memory(memory_id)
+        new = self._replacement(old, content, importance)
+        lt.store_records([new])
+        lt.store.set_fields(
+            lt.scope, [old.id], {"valid_to": new.created_at, "superseded_by": new.id}
+        )
+        return json.dumps({"superseded": old.id, **_describe(new)}, ensure_ascii=False)
+
+    async def aupdate(
+        self, memory_id: str, content: str | None = None, importance: float | None = None
+    ) -> str:
+        lt = self.m.long_term
+        if content is None:
+            if importance is None:
+                return "nothing to update: pass content and/or importance"
+            return json.dumps(_describe(await lt.aupdate_memory_importance(memory_id, importance)))
+        old = await lt.aget_memory(memory_id)
+        new = self._replacement(old, content, importance)
+        await lt.astore_records([new])
+        await lt.store.aset_fields(
+            lt.scope, [old.id], {"valid_to": new.created_at, "superseded_by": new.id}
+        )
+        return json.dumps({"superseded": old.id, **_describe(new)}, ensure_ascii=False)
+
+    def delete(self, memory_id: str) -> str:
+        found = self.m.long_term.delete_memory(memory_id)
+        return f"deleted {memory_id}" if found else f"no memory {memory_id} in this scope"
+
+    async def adelete(self, memory_id: str) -> str:
+        found = await self.m.long_term.adelete_memory(memory_id)
+        return f"deleted {memory_id}" if found else f"no memory {memory_id} in this scope"
+
+    def set_working(self, key: str, value: Any, ttl_seconds: float | None = None) -> str:
+        self.m.update_working_memory(key, value, ttl=ttl_seconds)
+        return f"working memory {key!r} set"
+
+    async def aset_working(self, key: str, value: Any, ttl_seconds: float | None = None) -> str:
+        await self.m.aupdate_working_memory(key, value, ttl=ttl_seconds)
+        return f"working memory {key!r} set"
+
+
+_DESCRIPTIONS = {
+    "save_memory": (
+        "Save a durable fact, preference or lesson about the user to long-term memory. "
+        "Duplicates reinforce the existing memory; contradictions supersede it."
+    ),
+    "search_memory": "Search the user's long-term memories; returns id, content, type and score.",
+    "update_memory": (
+        "Change a memory by id: new content supersedes it (history is kept), "
+        "or set a new importance in [0, 1]."
+    ),
+    "delete_memory": "Delete a long-term memory by id.",
+    "set_working_memory": (
+        "Set a working-memory variable for the current task (optionally expiring after "
+        "ttl_seconds)."
+    ),
+}
+
+
+def create_memory_tools(
+    manager: MemoryManager,
+    *,
+    permissions: Permissions = "read_write",
+    include: Sequence[str] | None = None,
+    search_k: int = 5,
+) -> list[BaseTool]:
+    """Memory tools scoped to ``manager``'s user (and agent/session when set).
+
+    Args:
+        manager: The memory the tools act on.
+        permissions: ``"read_only"`` gives only ``search_memory``.
+        include: Names of the tools to build (default: all the permissions allow; see
+            :data:`TOOL_NAMES`).
+        search_k: Default number of results of ``search_memory``.
+
+    Raises:
+        ConfigurationError: Unknown tool name or permission, or a write tool requested
+            with ``read_only`` permissions.
+    """
+    if permissions not in ("read_write", "read_only"):
+        msg = f"permissions must be 'read_write' or 'read_only', got {permissions!r}"
+        raise ConfigurationError(msg)
+    allowed = TOOL_NAMES if permissions == "read_write" else READ_TOOLS
+    names = tuple(include) if include is not None else allowed
+    unknown = [n for n in names if n not in TOOL_NAMES]
+    if unknown:
+        msg = f"unknown memory tool(s) {unknown!r}; expected some of {list(TOOL_NAMES)!r}"
+        raise ConfigurationError(msg)
+    denied = [n for n in names if n not in allowed]
+    if denied:
+        msg = f"tool(s) {denied!r} write memory but permissions are {permissions!r}"
+        raise ConfigurationError(msg)
+    kit = _MemoryToolset(manager, search_k)
+    bodies: dict[str, tuple[Callable[..., str], Callable[..., Awaitable[str]]]] = {
+        "save_memory": (kit.save, kit.asave),
+        "search_memory": (kit.search, kit.asearch),
+        "update_memory": (kit.update, kit.aupdate),
+        "delete_memory": (kit.delete, kit.adelete),
+        "set_working_memory": (kit.set_working, kit.aset_working),
+    }
+    tools: list[BaseTool] = []
+    for name in names:
+        func, coro = bodies[name]
+        tool = StructuredTool.from_function(
+            func=_guard(func),
+            coroutine=_aguard(coro),
+            name=name,
+            description=_DESCRIPTIONS[name],
+            args_schema=None,
+            infer_schema=True,
+            handle_tool_error=True,
+        )
+        tools.append(tool)
+    return tools

@@ -1,0 +1,163 @@
+"""Integration: a LangChain 1.x ``create_agent`` agent with our middleware, tools and store.
+
+The model is LangChain's ``GenericFakeChatModel`` (scripted replies) that records every
+request it receives, so the tests check what the model really saw: the prompt never exceeds
+the budget (recounted independently, tool schemas included), and session two recalls what
+session one saved.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain.tools import ToolRuntime, tool
+from langchain_core.language_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.outputs import ChatResult
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from langgraph.checkpoint.memory import InMemorySaver
+from pydantic import Field
+
+from agentmem.context import ContextBudgetError
+from langchain_agentmem import AgentMemoryMiddleware, AgentMemoryStore, create_memory_tools
+from langchain_agentmem._convert import from_langchain
+from tests.langchain.conftest import DIM, Home
+
+pytestmark = pytest.mark.integration
+
+BUDGET = 900
+
+
+class RecordingModel(GenericFakeChatModel):
+    """Scripted replies; records each request's messages and the tool schemas bound."""
+
+    seen: list[list[BaseMessage]] = Field(default_factory=list)
+    schemas: list[dict[str, Any]] = Field(default_factory=list)
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> RecordingModel:  # type: ignore[override]
+        self.schemas[:] = [convert_to_openai_tool(t) for t in tools]
+        return self
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        self.seen.append(list(messages))
+        return super()._generate(messages, *args, **kwargs)
+
+
+def call(name: str, **args: Any) -> AIMessage:
+    return AIMessage(
+        "", tool_calls=[{"id": f"call_{uuid.uuid4().hex[:8]}", "name": name, "args": args}]
+    )
+
+
+@tool
+def take_note(text: str, runtime: ToolRuntime) -> str:
+    """Write a note to the agent's LangGraph store."""
+    assert runtime.store is not None
+    runtime.store.put(("alice", "notes"), uuid.uuid4().hex, {"text": text})
+    return "noted"
+
+
+@pytest.fixture
+def store(home: Home) -> Iterator[AgentMemoryStore]:
+    index = {"dims": DIM, "embed": home.embedder.embed_documents, "fields": ["text"]}
+    return AgentMemoryStore(home.edge, index=index)  # type: ignore[arg-type]
+
+
+def agent_for(
+    home: Home, store: AgentMemoryStore, session: str, replies: list[AIMessage]
+) -> tuple[Any, RecordingModel, AgentMemoryMiddleware]:
+    manager = home.manager(session, consolidate_every_tokens=None)
+    model = RecordingModel(messages=iter(replies))
+    middleware = AgentMemoryMiddleware(manager, max_tokens=BUDGET, consolidate="every_turn")
+    agent = create_agent(
+        model,
+        tools=[*create_memory_tools(manager), take_note],
+        system_prompt="You are a helpful assistant with long-term memory.",
+        middleware=[middleware],
+        checkpointer=InMemorySaver(),
+        store=store,
+    )
+    return agent, model, middleware
+
+
+def prompt_tokens(home: Home, model: RecordingModel, request: list[BaseMessage]) -> int:
+    counter = home.manager("counter-only").token_counter
+    return counter.count_messages([from_langchain(m) for m in request], tools=model.schemas)
+
+
+def test_multi_turn_agent_stays_in_budget_and_session_two_recalls_session_one(
+    home: Home, store: AgentMemoryStore
+) -> None:
+    filler = "Here is a long digression about unrelated topics. " * 25
+    replies = [
+        call("save_memory", content="The user indents Python code with tabs", importance=0.9),
+        AIMessage("Saved: you indent with tabs."),
+        call("take_note", text="Project Falcon deadline is Friday"),
+        AIMessage("Noted the deadline."),
+    ]
+    for i in range(5):
+        replies.append(AIMessage(f"Reply {i}. {filler}"))
+    agent, model, _ = agent_for(home, store, "session-1", replies)
+    config = {"configurable": {"thread_id": "t1"}}
+    agent.invoke({"messages": [HumanMessage("Remember: I indent Python with tabs.")]}, config)
+    agent.invoke({"messages": [HumanMessage("Note the Falcon deadline: Friday.")]}, config)
+    for i in range(5):
+        agent.invoke(
+            {"messages": [HumanMessage(f"Tell me something long, part {i}. {filler}")]}, config
+        )
+
+    state = agent.get_state(config).values["messages"]
+    assert len(model.seen) == 9
+    sizes = [prompt_tokens(home, model, request) for request in model.seen]
+    assert max(sizes) <= BUDGET
+    assert len(model.seen[-1]) - 1 < len(state)  # old turns were trimmed away
+    assert isinstance(model.seen[-1][0], SystemMessage)
+    assert "long-term memory" in model.seen[-1][0].text
+    # the tool-call turn reached the model whole: call then result then answer
+    assert any(m.type == "tool" for m in model.seen[1])
+    assert [i.value["text"] for i in store.search(("alice", "notes"))] == [
+        "Project Falcon deadline is Friday"
+    ]
+
+    agent2, model2, _ = agent_for(home, store, "session-2", [AIMessage("Use tabs.")])
+    result = agent2.invoke(
+        {"messages": [HumanMessage("How should I indent my Python code?")]},
+        {"configurable": {"thread_id": "t2"}},
+    )
+    assert result["messages"][-1].text == "Use tabs."
+    system = model2.seen[0][0]
+    assert isinstance(system, SystemMessage)
+    assert "indents Python code with tabs" in system.text
+    assert "<recalled_memories" in system.text
+
+
+async def test_async_agent_run_records_and_consolidates(
+    home: Home, store: AgentMemoryStore
+) -> None:
+    agent, _model, middleware = agent_for(home, store, "session-a", [AIMessage("Green tea it is.")])
+    await agent.ainvoke(
+        {"messages": [HumanMessage("My favourite drink is green tea.")]},
+        {"configurable": {"thread_id": "ta"}},
+    )
+    log = middleware.manager.short_term.get_log()
+    assert [m.content for m in log] == ["My favourite drink is green tea.", "Green tea it is."]
+    hits = middleware.manager.recall("favourite drink green tea")
+    assert hits
+    assert "green tea" in hits[0].record.content
+    assert middleware.last_fit is not None
+    assert middleware.last_fit.tokens <= BUDGET
+
+
+def test_budget_too_small_for_tools_is_a_clear_error(home: Home, store: AgentMemoryStore) -> None:
+    manager = home.manager("tiny")
+    agent = create_agent(
+        RecordingModel(messages=iter([AIMessage("x")])),
+        tools=create_memory_tools(manager),
+        middleware=[AgentMemoryMiddleware(manager, max_tokens=50)],
+    )
+    with pytest.raises(ContextBudgetError, match="tool schemas"):
+        agent.invoke({"messages": [HumanMessage("hi")]})
