@@ -1,4 +1,5 @@
-"""Small helpers shared by the benchmark scripts: timing, peak RSS, a text table, JSON output.
+"""Small helpers shared by the benchmark scripts: timing, peak RSS, a text table, JSON output,
+and the pieces of a latency report (size lists, result lookups, the per-size latency table).
 
 Example:
     >>> stats = measure(lambda: sum(range(100)), repeat=5, warmup=1)
@@ -19,7 +20,31 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["environment", "measure", "peak_rss_mb", "percentile", "print_table", "write_json"]
+__all__ = [
+    "LATENCY_COLUMNS",
+    "environment",
+    "log",
+    "measure",
+    "parse_sizes",
+    "peak_rss_mb",
+    "percentile",
+    "print_latency_table",
+    "print_table",
+    "result_value",
+    "write_json",
+]
+
+LATENCY_COLUMNS = (
+    "size",
+    "system",
+    "median ms",
+    "p95 ms",
+    "runs",
+    "x ours",
+    "view msgs",
+    "view tokens",
+    "note",
+)
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -137,3 +162,53 @@ def write_json(path: str | Path, data: Any) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return out
+
+
+def log(text: str) -> None:
+    """Progress output, on stderr so that stdout holds only the report."""
+    print(text, file=sys.stderr, flush=True)
+
+
+def parse_sizes(text: str) -> list[int]:
+    """``"1000,10_000"`` -> ``[1000, 10000]`` (blank entries ignored)."""
+    return [int(s.replace("_", "")) for s in text.split(",") if s.strip()]
+
+
+def result_value(results: Sequence[Mapping[str, Any]], *, size: int, system: str, key: str) -> Any:
+    """``key`` of the result row of ``system`` at ``size``; None when there is none or it
+    lacks ``key`` (a skipped row has no timings)."""
+    return next((r.get(key) for r in results if r["system"] == system and r["size"] == size), None)
+
+
+def print_latency_table(
+    results: Sequence[Mapping[str, Any]], *, flag_missing_system: bool = True
+) -> str:
+    """Print one row per (size, system) result with :data:`LATENCY_COLUMNS`; return the text.
+
+    A result row is the :func:`measure` stats plus ``status`` (``"ok"`` or ``"skipped"`` with
+    ``estimated_s``), ``ratio_vs_ours``, ``view_messages``, ``view_tokens``, ``within_budget``
+    and, when ``flag_missing_system``, ``keeps_system``.
+    """
+    rows: list[dict[str, Any]] = []
+    for r in results:
+        if r["status"] == "skipped":
+            note = f"skipped (quadratic; est. {r['estimated_s']:,.0f} s per call)"
+            rows.append({"size": r["size"], "system": r["system"], "note": note})
+            continue
+        note = "within budget" if r["within_budget"] else "OVER budget"
+        if flag_missing_system and not r["keeps_system"]:
+            note += ", no system msg"
+        rows.append(
+            {
+                "size": r["size"],
+                "system": r["system"],
+                "median ms": r["median_ms"],
+                "p95 ms": r["p95_ms"],
+                "runs": r["runs"],
+                "x ours": r["ratio_vs_ours"],
+                "view msgs": r["view_messages"],
+                "view tokens": r["view_tokens"],
+                "note": note,
+            }
+        )
+    return print_table(rows, LATENCY_COLUMNS)

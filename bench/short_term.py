@@ -71,9 +71,13 @@ from bench._chats import (  # noqa: E402
 )
 from bench._common import (  # noqa: E402
     environment,
+    log,
     measure,
+    parse_sizes,
     peak_rss_mb,
+    print_latency_table,
     print_table,
+    result_value,
     write_json,
 )
 
@@ -273,10 +277,6 @@ def _offline_tiktoken() -> Iterator[None]:
             os.environ.pop("TIKTOKEN_CACHE_DIR", None)
 
 
-def _log(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
-
-
 def run(
     sizes: Sequence[int], *, budget: int, repeat: int, samples: int, seed: int
 ) -> dict[str, Any]:
@@ -288,17 +288,17 @@ def run(
     cmb_history: list[tuple[int, float, int]] = []
     largest: list[Message] = []
     for n in sorted(sizes):
-        _log(f"[{n:,} messages] building the conversation ...")
+        log(f"[{n:,} messages] building the conversation ...")
         conv = build_conversation(n, seed=seed)
-        _log(f"[{n:,}] {OURS} ...")
+        log(f"[{n:,}] {OURS} ...")
         ours, our_view = _run_ours(conv, budget, counter, repeat * 10)
         rows = {OURS: ours}
         views = {OURS: our_view}
-        _log(f"[{n:,}] {LC} ...")
+        log(f"[{n:,}] {LC} ...")
         rows[LC], views[LC] = _run_langchain(conv, budget, counter, repeat)
-        _log(f"[{n:,}] {LIM} ...")
+        log(f"[{n:,}] {LIM} ...")
         rows[LIM], views[LIM] = _run_llamaindex_memory(conv, budget, counter, repeat)
-        _log(f"[{n:,}] {CMB} ...")
+        log(f"[{n:,}] {CMB} ...")
         cmb_row, cmb_view = _run_chat_memory_buffer(conv, budget, counter, repeat, cmb_history)
         rows[CMB] = cmb_row
         if cmb_view is not None:
@@ -309,7 +309,7 @@ def run(
                 row["ratio_vs_ours"] = row["median_ms"] / ours["median_ms"]
                 row["same_view_as_ours"] = _same_view(views[system], our_view)
             results.append(row)
-        _log(f"[{n:,}] exactness ...")
+        log(f"[{n:,}] exactness ...")
         chats = [("view", our_view), ("history", conv)]
         chats += [(f"{s} view", v) for s, v in views.items() if s != OURS]
         check = _exactness(counter, ref, iter(chats))
@@ -322,7 +322,7 @@ def run(
     for k in range(samples):
         start = rng.randrange(len(largest))
         subchats.append((f"sub{k}", largest[start : start + rng.randint(1, 64)]))
-    _log(f"exactness on {samples} random sub-chats ...")
+    log(f"exactness on {samples} random sub-chats ...")
     sample = _exactness(counter, ref, iter(subchats))
     checked = sample["checked"] + sum(r["checked"] for r in exact_rows)
     mismatches = sample["mismatches"] + sum(r["mismatches"] for r in exact_rows)
@@ -356,10 +356,8 @@ def run(
 
 
 def _median(results: list[dict[str, Any]], size: int, system: str) -> float | None:
-    for row in results:
-        if row["size"] == size and row["system"] == system and row["status"] == "ok":
-            return float(row["median_ms"])
-    return None
+    median = result_value(results, size=size, system=system, key="median_ms")
+    return None if median is None else float(median)
 
 
 def _claims(results: list[dict[str, Any]]) -> dict[str, Any]:
@@ -385,28 +383,7 @@ def _claims(results: list[dict[str, Any]]) -> dict[str, Any]:
 def _print_report(report: dict[str, Any]) -> None:
     budget = report["config"]["budget"]
     print(f"\nShort-term view latency, budget {budget:,} tokens ({report['config']['encoding']})\n")
-    rows = []
-    for r in report["results"]:
-        if r["status"] == "skipped":
-            note = f"skipped (quadratic; est. {r['estimated_s']:,.0f} s)"
-            rows.append({"size": r["size"], "system": r["system"], "note": note})
-            continue
-        rows.append(
-            {
-                "size": r["size"],
-                "system": r["system"],
-                "median ms": r["median_ms"],
-                "p95 ms": r["p95_ms"],
-                "runs": r["runs"],
-                "x ours": r["ratio_vs_ours"],
-                "view msgs": r["view_messages"],
-                "view tokens": r["view_tokens"],
-                "note": ("within budget" if r["within_budget"] else "OVER budget")
-                + ("" if r["keeps_system"] else ", no system msg"),
-            }
-        )
-    cols = ["size", "system", "median ms", "p95 ms", "runs", "x ours", "view msgs", "view tokens"]
-    print_table(rows, [*cols, "note"])
+    print_latency_table(report["results"])
     print(
         "\nagentmem add throughput (add_messages, chunks of 20; tokenizing is deferred) and the"
         " first (cold) view, which tokenizes the history once\n"
@@ -418,13 +395,8 @@ def _print_report(report: dict[str, Any]) -> None:
             "add + cold view msgs/s": r["add_and_first_view_msgs_per_s"],
             "cold first view ms": r["cold_first_call_ms"],
             "steady view ms": r["median_ms"],
-            "llamaindex Memory put msgs/s": next(
-                (
-                    p.get("add_msgs_per_s")
-                    for p in report["results"]
-                    if p["system"] == LIM and p["size"] == r["size"]
-                ),
-                None,
+            "llamaindex Memory put msgs/s": result_value(
+                report["results"], size=r["size"], system=LIM, key="add_msgs_per_s"
             ),
         }
         for r in report["results"]
@@ -460,7 +432,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "short_term.json")
     args = parser.parse_args(argv)
-    sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
+    sizes = parse_sizes(args.sizes)
     with _offline_tiktoken():
         report = run(
             sizes, budget=args.budget, repeat=args.repeat, samples=args.samples, seed=args.seed

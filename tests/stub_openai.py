@@ -12,6 +12,9 @@ The stub listens on ``127.0.0.1`` (a free port) in a background thread and answe
 answers each input with :func:`stub_embedding` (a deterministic vector of the text), and
 the error behaviours work as above.
 
+:class:`AdapterFactory` builds agentmem adapters (``OpenAIChatModel``, ``OpenAIEmbedder``)
+pointed at a running stub and closes them afterwards, for the tests' fixtures.
+
 Every request is recorded (path, headers, parsed JSON body) so tests can assert the wire
 format. When the script runs out, the stub answers 500 so a missing script entry fails loudly.
 
@@ -28,13 +31,14 @@ import hashlib
 import json
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 __all__ = [
+    "AdapterFactory",
     "Behaviour",
     "Delay",
     "EmbeddingReply",
@@ -303,3 +307,52 @@ class StubOpenAI:
 
 def _error_body(message: str, type_: str) -> dict[str, Any]:
     return {"error": {"message": message, "type": type_, "param": None, "code": None}}
+
+
+class _Closable(Protocol):
+    def close(self) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+
+AdapterT = TypeVar("AdapterT", bound=_Closable)
+
+
+class AdapterFactory(Generic[AdapterT]):
+    """Builds adapters pointed at ``stub``, SDK retries off and a 10 s timeout by default.
+
+    Call it with keyword options (``model=...`` included) to override the defaults; close
+    every adapter it built with :meth:`close` (sync tests) or :meth:`aclose` (async tests,
+    so async clients are closed on the test's event loop).
+
+    Example:
+        >>> make = AdapterFactory(OpenAIChatModel, stub, model="stub-model", api_key="sk-test")
+        >>> llm = make(temperature=0.3)  # doctest: +SKIP
+        >>> make.close()  # doctest: +SKIP
+    """
+
+    def __init__(
+        self, adapter: Callable[..., AdapterT], stub: StubOpenAI, *, model: str, api_key: str
+    ) -> None:
+        self._adapter = adapter
+        self._stub = stub
+        self._model = model
+        self._api_key = api_key
+        self.made: list[AdapterT] = []
+
+    def __call__(self, **kwargs: Any) -> AdapterT:
+        options: dict[str, Any] = {"base_url": self._stub.base_url, "api_key": self._api_key}
+        options |= {"max_retries": 0, "timeout": 10.0, **kwargs}
+        made = self._adapter(options.pop("model", self._model), **options)
+        self.made.append(made)
+        return made
+
+    def close(self) -> None:
+        """Close the sync clients of every adapter built."""
+        for made in self.made:
+            made.close()
+
+    async def aclose(self) -> None:
+        """Close every client (sync and async) of every adapter built."""
+        for made in self.made:
+            await made.aclose()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import socket
 from collections.abc import AsyncIterator, Callable, Iterator
-from typing import Any
 
 import openai
 import pytest
@@ -18,7 +17,7 @@ from agentmem.errors import (
 )
 from agentmem.llm import complete_json
 from agentmem.llm_openai import OpenAIChatModel
-from tests.stub_openai import Delay, ErrorStatus, Malformed, Reply, StubOpenAI
+from tests.stub_openai import AdapterFactory, Delay, ErrorStatus, Malformed, Reply, StubOpenAI
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
@@ -46,40 +45,17 @@ def stub() -> Iterator[StubOpenAI]:
 @pytest.fixture
 def make_llm(stub: StubOpenAI) -> Iterator[Factory]:
     """Models pointed at the stub, SDK retries off unless a test asks for them."""
-    made: list[OpenAIChatModel] = []
-
-    def make(**kwargs: Any) -> OpenAIChatModel:
-        options: dict[str, Any] = {
-            "base_url": stub.base_url,
-            "api_key": API_KEY,
-            "max_retries": 0,
-            "timeout": 10.0,
-            **kwargs,
-        }
-        llm = OpenAIChatModel(options.pop("model", "stub-model"), **options)
-        made.append(llm)
-        return llm
-
-    yield make
-    for llm in made:
-        llm.close()
+    factory = AdapterFactory(OpenAIChatModel, stub, model="stub-model", api_key=API_KEY)
+    yield factory
+    factory.close()
 
 
 @pytest.fixture
 async def amake_llm(stub: StubOpenAI) -> AsyncIterator[Factory]:
     """Like ``make_llm`` for async tests; closes the async clients on the test's loop."""
-    made: list[OpenAIChatModel] = []
-
-    def make(**kwargs: Any) -> OpenAIChatModel:
-        options: dict[str, Any] = {"base_url": stub.base_url, "api_key": API_KEY}
-        options |= {"max_retries": 0, "timeout": 10.0, **kwargs}
-        llm = OpenAIChatModel(options.pop("model", "stub-model"), **options)
-        made.append(llm)
-        return llm
-
-    yield make
-    for llm in made:
-        await llm.aclose()
+    factory = AdapterFactory(OpenAIChatModel, stub, model="stub-model", api_key=API_KEY)
+    yield factory
+    await factory.aclose()
 
 
 def unused_port() -> int:

@@ -16,6 +16,7 @@ from agentmem.errors import (
     LLMTimeoutError,
 )
 from tests.stub_openai import (
+    AdapterFactory,
     Delay,
     EmbeddingReply,
     ErrorStatus,
@@ -38,34 +39,16 @@ def stub() -> Iterator[StubOpenAI]:
 
 @pytest.fixture
 def make(stub: StubOpenAI) -> Iterator[Factory]:
-    made: list[OpenAIEmbedder] = []
-
-    def factory(**kwargs: Any) -> OpenAIEmbedder:
-        options: dict[str, Any] = {"base_url": stub.base_url, "api_key": API_KEY}
-        options |= {"max_retries": 0, "timeout": 10.0, **kwargs}
-        emb = OpenAIEmbedder(options.pop("model", "stub-embed"), **options)
-        made.append(emb)
-        return emb
-
+    factory = AdapterFactory(OpenAIEmbedder, stub, model="stub-embed", api_key=API_KEY)
     yield factory
-    for emb in made:
-        emb.close()
+    factory.close()
 
 
 @pytest.fixture
 async def amake(stub: StubOpenAI) -> AsyncIterator[Factory]:
-    made: list[OpenAIEmbedder] = []
-
-    def factory(**kwargs: Any) -> OpenAIEmbedder:
-        options: dict[str, Any] = {"base_url": stub.base_url, "api_key": API_KEY}
-        options |= {"max_retries": 0, "timeout": 10.0, **kwargs}
-        emb = OpenAIEmbedder(options.pop("model", "stub-embed"), **options)
-        made.append(emb)
-        return emb
-
+    factory = AdapterFactory(OpenAIEmbedder, stub, model="stub-embed", api_key=API_KEY)
     yield factory
-    for emb in made:
-        await emb.aclose()
+    await factory.aclose()
 
 
 def test_documents_are_sent_in_batches_and_returned_in_order(

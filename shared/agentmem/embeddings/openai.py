@@ -9,15 +9,11 @@ OpenAI's models read at most 8,191 tokens per input; the API rejects longer inpu
 
 from __future__ import annotations
 
-import json
-import os
-import threading
 from collections.abc import Mapping, Sequence
-from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from agentmem._async import run_in_executor
-from agentmem._openai_errors import STATUS_HINTS, import_openai, map_openai_error, redact
+from agentmem._openai_common import STATUS_HINTS, OpenAIClientOwner, check_positive_int
 from agentmem.embeddings.base import check_dimension, validate_text, validate_texts
 from agentmem.errors import ConfigurationError, LLMResponseError
 
@@ -26,7 +22,6 @@ if TYPE_CHECKING:
 
 __all__ = ["OpenAIEmbedder"]
 
-_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _KNOWN_DIMENSIONS: Mapping[str, int] = {
     "text-embedding-3-small": 1536,
     "text-embedding-3-large": 3072,
@@ -40,13 +35,7 @@ _HINTS: Mapping[int, str] = {
 _PROBE = "dimension probe"
 
 
-def _check_positive_int(name: str, value: object, *, maximum: int = 2**31) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
-        msg = f"{name} must be an int from 1 to {maximum}, got {value!r}"
-        raise ConfigurationError(msg)
-
-
-class OpenAIEmbedder:
+class OpenAIEmbedder(OpenAIClientOwner):
     """An :class:`~agentmem.embeddings.Embedder` backed by the OpenAI embeddings API.
 
     Clients are built on first use (the SDK reads ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL``
@@ -72,6 +61,9 @@ class OpenAIEmbedder:
         [-0.0123, ...]
     """
 
+    _name: ClassVar[str] = "OpenAIEmbedder"
+    _hints: ClassVar[Mapping[int, str]] = _HINTS
+
     def __init__(
         self,
         model: str = "text-embedding-3-small",
@@ -85,45 +77,24 @@ class OpenAIEmbedder:
         timeout: float = 60.0,
         max_retries: int = 2,
     ) -> None:
-        if not isinstance(model, str) or not model.strip():
-            msg = f"model must be a non-empty string, got {model!r}"
-            raise ConfigurationError(msg)
-        if (client is not None or async_client is not None) and (base_url or api_key):
-            msg = "pass base_url/api_key to the injected client, not to OpenAIEmbedder as well"
-            raise ConfigurationError(msg)
         if dimensions is not None:
-            _check_positive_int("dimensions", dimensions)
-        _check_positive_int("batch_size", batch_size, maximum=2048)
+            check_positive_int("dimensions", dimensions)
+        check_positive_int("batch_size", batch_size, maximum=2048)
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
             msg = f"timeout must be a number > 0, got {timeout!r}"
             raise ConfigurationError(msg)
-        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
-            msg = f"max_retries must be an int >= 0, got {max_retries!r}"
-            raise ConfigurationError(msg)
-        self._openai: ModuleType = import_openai("OpenAIEmbedder")
-        self.model = model
+        super().__init__(
+            model,
+            client=client,
+            async_client=async_client,
+            base_url=base_url,
+            api_key=api_key,
+            timeout=timeout,
+            max_retries=max_retries,
+        )
         self.dimensions = dimensions
         self.batch_size = batch_size
-        self.timeout = float(timeout)
-        self.max_retries = max_retries
-        self._base_url = base_url
-        self._api_key = api_key
-        self._client = client
-        self._async_client = async_client
         self._dimension = dimensions or _KNOWN_DIMENSIONS.get(model)
-        self._owned: list[Any] = []  # clients built here, closed by close()/aclose()
-        self._lock = threading.Lock()
-
-    def __repr__(self) -> str:
-        return f"OpenAIEmbedder(model={self.model!r}, base_url={self.base_url!r})"
-
-    @property
-    def base_url(self) -> str:
-        """The endpoint requests go to."""
-        client = self._client or self._async_client
-        if client is not None:
-            return str(client.base_url)
-        return self._base_url or os.environ.get("OPENAI_BASE_URL") or _DEFAULT_BASE_URL
 
     @property
     def model_name(self) -> str:
@@ -139,31 +110,6 @@ class OpenAIEmbedder:
             with self._lock:
                 self._dimension = len(vector)
         return self._dimension
-
-    def close(self) -> None:
-        """Close the sync HTTP client this object built (injected clients are left open).
-
-        An async client built here needs :meth:`aclose`.
-        """
-        with self._lock:
-            client = self._client if self._client in self._owned else None
-            if client is not None:
-                self._owned.remove(client)
-                self._client = None
-        if client is not None:
-            client.close()
-
-    async def aclose(self) -> None:
-        """Close every HTTP client this object built, sync and async."""
-        with self._lock:
-            owned, self._owned = self._owned, []
-            self._client = None if self._client in owned else self._client
-            self._async_client = None if self._async_client in owned else self._async_client
-        for client in owned:
-            if isinstance(client, self._openai.AsyncOpenAI):
-                await client.close()
-            else:
-                client.close()
 
     # -- Embedder --------------------------------------------------------------------------
 
@@ -208,17 +154,17 @@ class OpenAIEmbedder:
         client = self._sync_client()
         try:
             response = client.embeddings.create(**self._kwargs(batch))
-        except (self._openai.OpenAIError, json.JSONDecodeError) as exc:
+        except self._sdk_errors as exc:
             raise self._map_error(exc, client) from exc
         return self._vectors(response, len(batch))
 
     async def _arequest(self, batch: list[str]) -> list[list[float]]:
-        if self._async_client is None and self._client is not None:
+        if self._sync_in_thread():
             return await run_in_executor(self._request, batch)
         client = self._get_async_client()
         try:
             response = await client.embeddings.create(**self._kwargs(batch))
-        except (self._openai.OpenAIError, json.JSONDecodeError) as exc:
+        except self._sdk_errors as exc:
             raise self._map_error(exc, client) from exc
         return self._vectors(response, len(batch))
 
@@ -233,46 +179,3 @@ class OpenAIEmbedder:
         if self._dimension is not None:
             check_dimension(vectors, self._dimension, source=self._where())
         return vectors
-
-    def _sync_client(self) -> openai.OpenAI:
-        with self._lock:
-            if self._client is None:
-                if self._async_client is not None:
-                    msg = "only async_client was injected; pass client= too for sync calls"
-                    raise ConfigurationError(msg)
-                self._client = self._build(self._openai.OpenAI)
-            return self._client
-
-    def _get_async_client(self) -> openai.AsyncOpenAI:
-        with self._lock:
-            if self._async_client is None:
-                self._async_client = self._build(self._openai.AsyncOpenAI)
-            return self._async_client
-
-    def _build(self, factory: Any) -> Any:
-        try:
-            client = factory(
-                api_key=self._api_key,
-                base_url=self._base_url,
-                timeout=self.timeout,
-                max_retries=self.max_retries,
-            )
-        except self._openai.OpenAIError as exc:
-            msg = (
-                f"could not create an OpenAI client for {self._where()}: "
-                f"{redact(exc, (self._api_key,))}. Pass api_key=... or set OPENAI_API_KEY "
-                "(local OpenAI-compatible servers accept any placeholder, e.g. api_key='unused')"
-            )
-            raise ConfigurationError(msg) from exc
-        self._owned.append(client)
-        return client
-
-    def _where(self) -> str:
-        return f"OpenAI-compatible endpoint {self.base_url} (model {self.model!r})"
-
-    def _map_error(self, exc: Exception, client: Any) -> Exception:
-        keys = (self._api_key, getattr(client, "api_key", None))
-        timeout = getattr(client, "timeout", self.timeout)
-        return map_openai_error(
-            self._openai, exc, where=self._where(), timeout=timeout, keys=keys, hints=_HINTS
-        )
