@@ -19,12 +19,9 @@ from agentmem import Message, ToolCall
 
 __all__ = [
     "build_conversation",
-    "chat_encoding",
     "from_langchain",
     "from_llamaindex",
     "langchain_counter",
-    "reference_count",
-    "render_chatml",
     "to_langchain",
     "to_llamaindex",
 ]
@@ -273,66 +270,3 @@ def from_llamaindex(messages: Sequence[Any]) -> list[Message]:
             )
         )
     return out
-
-
-# --------------------------------------------------------------------------------------
-# The independent reference count (ChatML with control tokens)
-# --------------------------------------------------------------------------------------
-
-_CONTROL = (
-    "<|im_start|>",
-    "<|im_sep|>",
-    "<|im_end|>",
-    "<|im_name|>",
-    "<|call|>",
-    "<|args|>",
-    "<|end_call|>",
-)
-
-
-def chat_encoding(name: str) -> tiktoken.Encoding:
-    """tiktoken's own ``name`` encoding, extended with the ChatML control tokens above."""
-    base = tiktoken.get_encoding(name)
-    start = base.n_vocab + 10
-    return tiktoken.Encoding(
-        name=f"{name}_chatml",
-        pat_str=base._pat_str,
-        mergeable_ranks=base._mergeable_ranks,
-        special_tokens={
-            **base._special_tokens,
-            **{tok: start + i for i, tok in enumerate(_CONTROL)},
-        },
-    )
-
-
-def render_chatml(messages: Sequence[Message], *, priming: bool = True) -> str:
-    """The chat as ChatML text: one control token per framing token of the wire format."""
-    parts = []
-    for m in messages:
-        name = f"<|im_name|>{m.name}" if m.name is not None else ""
-        calls = "".join(f"<|call|>{c.name}<|args|>{c.arguments}<|end_call|>" for c in m.tool_calls)
-        parts.append(f"<|im_start|>{m.role}{name}<|im_sep|>{m.content}{calls}<|im_end|>")
-    if priming:
-        parts.append("<|im_start|>assistant<|im_sep|>")
-    return "".join(parts)
-
-
-def reference_count(
-    encoding: tiktoken.Encoding, messages: Sequence[Message], *, chunk: int = 2000
-) -> int:
-    """tiktoken's count of the rendered chat (rendered ``chunk`` messages at a time).
-
-    Chunks split at a control token, where BPE never merges across, so the sum equals the
-    count of the whole rendered chat while keeping memory flat on 100,000 messages.
-    """
-    total = 0
-    for start in range(0, len(messages), chunk):
-        part = messages[start : start + chunk]
-        text = render_chatml(part, priming=start + chunk >= len(messages))
-        if text.count("<|") != sum(text.count(c) for c in _CONTROL):
-            msg = "message text contains special-token text; the reference would miscount it"
-            raise ValueError(msg)
-        total += len(encoding.encode(text, allowed_special="all"))
-    if not messages:
-        total = len(encoding.encode(render_chatml([]), allowed_special="all"))
-    return total

@@ -61,11 +61,9 @@ import tiktoken  # noqa: E402
 from agentmem import Message, SlidingWindowMemory, TokenCounter  # noqa: E402
 from bench._chats import (  # noqa: E402
     build_conversation,
-    chat_encoding,
     from_langchain,
     from_llamaindex,
     langchain_counter,
-    reference_count,
     to_langchain,
     to_llamaindex,
 )
@@ -80,6 +78,7 @@ from bench._common import (  # noqa: E402
     result_value,
     write_json,
 )
+from tests.chatml import reference_count  # noqa: E402
 
 __all__ = ["main", "run"]
 
@@ -282,7 +281,7 @@ def run(
 ) -> dict[str, Any]:
     """Run the benchmark at each size and return the JSON-ready report."""
     counter = TokenCounter(model=MODEL)
-    ref = chat_encoding(counter.encoding_name)
+    ref = tiktoken.get_encoding(counter.encoding_name)  # tiktoken's own loader, not ours
     results: list[dict[str, Any]] = []
     exact_rows: list[dict[str, Any]] = []
     cmb_history: list[tuple[int, float, int]] = []

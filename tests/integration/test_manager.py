@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import multiprocessing
 import os
@@ -11,7 +10,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import tiktoken
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -20,6 +18,7 @@ from agentmem.context import ContextBudgetError
 from agentmem.long_term import LongTermMemory, RecordFilter
 from agentmem.long_term.qdrant_edge import QdrantEdgeStore
 from agentmem.stores.sqlite import SQLiteSessionStore
+from tests.chatml import count_rendered
 from tests.fakes import HashingEmbedder, ScriptedChatModel
 
 pytestmark = pytest.mark.integration
@@ -194,32 +193,6 @@ def test_hostile_memory_is_rendered_as_delimited_data(home: Home) -> None:
         assert "&lt;/recalled_memories&gt;" in block
 
 
-_CONTROL = [
-    "<|im_start|>",
-    "<|im_sep|>",
-    "<|im_end|>",
-    "<|im_name|>",
-    "<|call|>",
-    "<|args|>",
-    "<|end_call|>",
-]
-
-
-@functools.cache
-def _chatml_encoding(counter_encoding: tiktoken.Encoding) -> tiktoken.Encoding:
-    return tiktoken.Encoding(
-        name="chatml-test",
-        pat_str=counter_encoding._pat_str,
-        mergeable_ranks=counter_encoding._mergeable_ranks,
-        special_tokens={t: counter_encoding.n_vocab + 10 + i for i, t in enumerate(_CONTROL)},
-    )
-
-
-def _chatml_count(counter_encoding: tiktoken.Encoding, text: str) -> int:
-    enc = _chatml_encoding(counter_encoding)
-    return len(enc.encode(text, allowed_special=set(_CONTROL), disallowed_special=()))
-
-
 @pytest.fixture(scope="module")
 def busy_manager(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MemoryManager]:
     home = Home(tmp_path_factory.mktemp("busy"))
@@ -254,8 +227,7 @@ def test_build_context_fits_and_the_ledger_is_exact(
     assert ctx.token_count <= budget
     assert ctx.token_count == counter.count_messages(ctx.messages)
     assert sum(ctx.ledger.values()) == ctx.token_count
-    if "<|" not in "".join(m["content"] for m in ctx.messages):
-        assert _chatml_count(counter.encoding, ctx.text) == ctx.token_count
+    assert count_rendered(counter.encoding, ctx.text) == ctx.token_count
     assert ctx.messages[-1] == {"role": "user", "content": query}
 
 

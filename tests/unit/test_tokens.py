@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import warnings
 
 import pytest
@@ -13,64 +12,10 @@ from hypothesis import strategies as st
 from agentmem import Message, TokenCounter, TokenizerUnavailableError
 from agentmem._encodings import load_encoding
 from agentmem.tokens import render_tools
+from tests.chatml import reference_count
 from tests.strategies import TEXT, conversations
 
 MODELS = ["gpt-4o", "gpt-4", "gpt-3.5-turbo"]
-
-# ChatML-style control tokens appended to the encoding, as in tiktoken's README example of
-# extending an encoding. Each stands for one framing token of the wire format.
-_CONTROL = [
-    "<|im_start|>",
-    "<|im_sep|>",
-    "<|im_end|>",
-    "<|im_name|>",
-    "<|call|>",
-    "<|args|>",
-    "<|end_call|>",
-]
-
-
-_CHAT_ENCODINGS: dict[str, tiktoken.Encoding] = {}
-
-
-def _chat_encoding(base: tiktoken.Encoding) -> tiktoken.Encoding:
-    if base.name not in _CHAT_ENCODINGS:
-        start = base.n_vocab + 10
-        _CHAT_ENCODINGS[base.name] = tiktoken.Encoding(
-            name=f"{base.name}_chat",
-            pat_str=base._pat_str,
-            mergeable_ranks=base._mergeable_ranks,
-            special_tokens={
-                **base._special_tokens,
-                **{tok: start + i for i, tok in enumerate(_CONTROL)},
-            },
-        )
-    return _CHAT_ENCODINGS[base.name]
-
-
-def _render(messages: list[Message]) -> str:
-    parts = []
-    for m in messages:
-        name = f"<|im_name|>{m.name}" if m.name is not None else ""
-        calls = "".join(f"<|call|>{c.name}<|args|>{c.arguments}<|end_call|>" for c in m.tool_calls)
-        parts.append(f"<|im_start|>{m.role}{name}<|im_sep|>{m.content}{calls}<|im_end|>")
-    return "".join(parts) + "<|im_start|>assistant<|im_sep|>"
-
-
-_SPLIT = re.compile("(" + "|".join(re.escape(c) for c in _CONTROL) + ")")
-
-
-def _reference_count(encoding: tiktoken.Encoding, rendered: str) -> int:
-    """Count of a rendered chat whose text itself contains special-token text.
-
-    Control tokens count 1 each; the text between them is ordinary text (user content such
-    as "<|endoftext|>" must never become a special token).
-    """
-    return sum(
-        1 if piece in _CONTROL else len(encoding.encode_ordinary(piece))
-        for piece in _SPLIT.split(rendered)
-        if piece
-    )
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -78,13 +23,7 @@ def _reference_count(encoding: tiktoken.Encoding, rendered: str) -> int:
 @given(chat=conversations())
 def test_counts_equal_rendered_chat(model: str, chat: list[Message]) -> None:
     counter = TokenCounter(model=model)
-    base = counter.encoding
-    rendered = _render(chat)
-    if rendered.count("<|") > sum(rendered.count(c) for c in _CONTROL):
-        expected = _reference_count(base, rendered)
-    else:
-        expected = len(_chat_encoding(base).encode(rendered, allowed_special="all"))
-    assert counter.count_messages(chat) == expected
+    assert counter.count_messages(chat) == reference_count(counter.encoding, chat)
 
 
 @pytest.mark.parametrize(
