@@ -10,6 +10,9 @@ where ``age_days`` runs from the last access, else from creation. So with the de
 (30 days, boost 4) an unimportant memory never used halves in 30 days, one of importance 1
 in 150 days, and one used 10 times in 150 * (1 + ln 11) ≈ 510 days.
 
+Superseded memories (history) are examined like current ones: they stop being accessed
+once superseded, so they fade first. Pin a memory to keep its history forever.
+
 A policy forgets a memory when any rule says so, unless it is pinned:
 
 * ``min_retention``: retention below this;

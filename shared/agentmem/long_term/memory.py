@@ -356,6 +356,7 @@ class LongTermMemory:
             boost=self._boost(),
             explain=explain,
         )
+        hits = _ordered(hits)
         vectors = self._vectors(hits)
         results = self._finish(hits, vectors, top_k, explain)
         if touch and results:
@@ -390,6 +391,7 @@ class LongTermMemory:
             boost=self._boost(),
             explain=explain,
         )
+        hits = _ordered(hits)
         vectors = await self._avectors(hits)
         results = self._finish(hits, vectors, top_k, explain)
         if touch and results:
@@ -519,6 +521,11 @@ class LongTermMemory:
             records.extend(page)
             if offset is None:
                 return records
+
+
+def _ordered(hits: list[ScoredRecord]) -> list[ScoredRecord]:
+    # Equal scores come back in an engine-dependent order: break ties by id.
+    return sorted(hits, key=lambda h: (-h.score, h.record.id))
 
 
 def _uuid(memory_id: str) -> str:
