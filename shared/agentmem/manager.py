@@ -20,7 +20,7 @@ import asyncio
 import logging
 import threading
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -37,7 +37,7 @@ from agentmem.retrieval import MemoryRetriever, Strategy
 from agentmem.short_term.summary import SummaryBufferMemory
 from agentmem.stores.base import SessionStore
 from agentmem.tokens import TokenCounter
-from agentmem.types import Message, utcnow
+from agentmem.types import Message, MessageLike, utcnow
 from agentmem.working import WorkingMemory
 
 __all__ = ["MemoryManager"]
@@ -217,6 +217,49 @@ class MemoryManager:
         limit = self.consolidate_every_tokens
         return limit is not None and state["pending_tokens"] >= limit
 
+    def record_messages(self, messages: Sequence[MessageLike]) -> ConsolidationReport | None:
+        """Append messages to the conversation (a turn per user message); consolidate when
+        the token threshold is crossed. Returns the consolidation report if it ran here
+        (never in background mode).
+
+        Adapters whose frameworks hand over whole message lists use this; a plain exchange
+        is :meth:`process_interaction`.
+        """
+        batch = self.short_term.add_messages(messages)
+        turns = sum(1 for m in batch if m.role == "user")
+        if turns:
+            self.working.advance_turn(turns)
+        store = self.short_term.store
+        with self._lock:
+            previous = store.get_state(self.session_id, UNCONSOLIDATED_KEY)
+            state = self._pending_after(previous, batch)
+            store.set_state(self.session_id, UNCONSOLIDATED_KEY, state)
+        if not batch or not self._due(state):
+            return None
+        if self.background:
+            self._consolidate_in_background()
+            return None
+        return self.consolidate()
+
+    async def arecord_messages(self, messages: Sequence[MessageLike]) -> ConsolidationReport | None:
+        """Async twin of :meth:`record_messages` (background runs as an asyncio task)."""
+        batch = await self.short_term.aadd_messages(messages)
+        turns = sum(1 for m in batch if m.role == "user")
+        if turns:
+            await self.working.aadvance_turn(turns)
+        store = self.short_term.store
+        previous = await store.aget_state(self.session_id, UNCONSOLIDATED_KEY)
+        state = self._pending_after(previous, batch)
+        await store.aset_state(self.session_id, UNCONSOLIDATED_KEY, state)
+        if not batch or not self._due(state):
+            return None
+        if self.background:
+            task = asyncio.create_task(self.aconsolidate())
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+            return None
+        return await self.aconsolidate()
+
     def process_interaction(
         self,
         user_input: str,
@@ -227,21 +270,7 @@ class MemoryManager:
 
         Returns the consolidation report if it ran here (never in background mode).
         """
-        messages = self._interaction(user_input, assistant_response, metadata)
-        self.short_term.add_messages(messages)
-        self.working.advance_turn()
-        store = self.short_term.store
-        with self._lock:
-            state = self._pending_after(
-                store.get_state(self.session_id, UNCONSOLIDATED_KEY), messages
-            )
-            store.set_state(self.session_id, UNCONSOLIDATED_KEY, state)
-        if not self._due(state):
-            return None
-        if self.background:
-            self._consolidate_in_background()
-            return None
-        return self.consolidate()
+        return self.record_messages(self._interaction(user_input, assistant_response, metadata))
 
     async def aprocess_interaction(
         self,
@@ -250,21 +279,9 @@ class MemoryManager:
         metadata: Mapping[str, Any] | None = None,
     ) -> ConsolidationReport | None:
         """Async twin of :meth:`process_interaction` (background runs as an asyncio task)."""
-        messages = self._interaction(user_input, assistant_response, metadata)
-        await self.short_term.aadd_messages(messages)
-        await self.working.aadvance_turn()
-        store = self.short_term.store
-        previous = await store.aget_state(self.session_id, UNCONSOLIDATED_KEY)
-        state = self._pending_after(previous, messages)
-        await store.aset_state(self.session_id, UNCONSOLIDATED_KEY, state)
-        if not self._due(state):
-            return None
-        if self.background:
-            task = asyncio.create_task(self.aconsolidate())
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-            return None
-        return await self.aconsolidate()
+        return await self.arecord_messages(
+            self._interaction(user_input, assistant_response, metadata)
+        )
 
     def _consolidate_in_background(self) -> None:
         with self._lock:

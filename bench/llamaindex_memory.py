@@ -1,0 +1,312 @@
+"""``AgentMemory.get()`` side by side with LlamaIndex's ``ChatMemoryBuffer.get()`` and
+``Memory.get()``, same conversation, same token budget.
+
+Usage:
+    .venv/bin/python bench/llamaindex_memory.py [--sizes 1000,10000] [--budget 2000]
+        [--repeat 20] [--cmb-max-seconds 400] [--out bench/results/llamaindex_memory.json]
+
+Per history length, the deterministic synthetic chat of ``bench/short_term.py``
+(:func:`bench._chats.build_conversation`: mixed text, CJK, code, named users, tool-call
+rounds) is put into every memory, then ``get()`` is timed:
+
+* ``AgentMemory (history)``: ``AgentMemory.from_defaults(token_limit=budget, top_k=0)`` on a
+  temp home (SQLite log, Qdrant Edge): the budgeted view, converted to ``ChatMessage``;
+* ``AgentMemory (history + recall)``: the same memory with ``top_k=5`` after one episodic
+  memory per conversation round was stored in its long-term memory (as consolidation
+  without an LLM writes them; stored in batches, conflict checks skipped), embedded with the
+  local all-MiniLM-L6-v2 (``--embedder hashing`` for a fast deterministic stand-in). Each
+  ``get()`` embeds the latest user message, searches Qdrant (hybrid dense + BM25), records
+  the access, and packs memories and history into the same budget;
+* ``llamaindex Memory``: ``Memory.from_defaults(token_limit=budget,
+  chat_history_token_ratio=1.0)`` filled in chunks of 20 (as ``bench/short_term.py``);
+* ``llamaindex ChatMemoryBuffer``: ``ChatMemoryBuffer.from_defaults(token_limit=budget)``.
+  It re-tokenizes the history once per candidate window (quadratic): timed once when a call
+  takes over a second, and skipped when the quadratic fit predicts more than
+  ``--cmb-max-seconds``.
+
+Every returned view is costed with agentmem's exact counter (OpenAI chat format, tool calls
+included): ``within budget`` says whether the system kept its promise. ``x ours`` is the
+median divided by ``AgentMemory (history)``'s at the same size, measured in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))  # run as a script: make `bench` importable
+
+from agentmem import Message, TokenCounter  # noqa: E402
+from bench._chats import build_conversation, from_llamaindex, to_llamaindex  # noqa: E402
+from bench._common import environment, measure, peak_rss_mb, print_table, write_json  # noqa: E402
+from bench.short_term import (  # noqa: E402
+    _offline_tiktoken,
+    _run_llamaindex_memory,
+    _tokenizer,
+    _view_cost,
+)
+
+__all__ = ["main", "run"]
+
+MODEL = "gpt-4o"
+CHUNK = 20
+PEER_SECONDS = 20.0
+OURS = "AgentMemory (history)"
+OURS_RECALL = "AgentMemory (history + recall)"
+LIM = "llamaindex Memory"
+CMB = "llamaindex ChatMemoryBuffer"
+
+
+def _log(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def _embedder(kind: str) -> Any:
+    if kind == "hashing":
+        from tests.fakes import HashingEmbedder
+
+        return HashingEmbedder(256)
+    from agentmem.embeddings import default_embedder
+
+    return default_embedder()
+
+
+def _run_agent_memory(
+    conv: list[Message], budget: int, counter: TokenCounter, repeat: int, embedder: Any
+) -> dict[str, dict[str, Any]]:
+    from llamaindex_agentmem import AgentMemory
+
+    rows: dict[str, dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory() as home:
+        memory = AgentMemory.from_defaults(
+            user_id="bench",
+            session_id="s1",
+            home=home,
+            embed_model=embedder,
+            model=MODEL,
+            token_limit=budget,
+            top_k=0,
+            consolidate_every_tokens=None,
+        )
+        try:
+            messages = to_llamaindex(conv)
+            start = time.perf_counter()
+            for i in range(0, len(messages), CHUNK):
+                memory.put_messages(messages[i : i + CHUNK])
+            add_s = time.perf_counter() - start
+            stats = measure(memory.get, repeat=repeat, warmup=5)
+            view = from_llamaindex(memory.get())
+            rows[OURS] = {
+                **stats,
+                "add_msgs_per_s": len(conv) / add_s,
+                **_view_cost(counter, view, budget),
+            }
+            _log(f"[{len(conv):,}] filling long-term memory (one episode per round) ...")
+            start = time.perf_counter()
+            written = _fill_long_term(memory, conv)
+            consolidate_s = time.perf_counter() - start
+            memory.top_k = 5
+            stats = measure(memory.get, repeat=max(3, repeat // 2), warmup=2)
+            view = from_llamaindex(memory.get())
+            rows[OURS_RECALL] = {
+                **stats,
+                "memories_stored": written,
+                "consolidate_s": consolidate_s,
+                **_view_cost(counter, view, budget),
+            }
+        finally:
+            memory.close()
+    return rows
+
+
+def _fill_long_term(memory: Any, conv: list[Message]) -> int:
+    """Store each user round as an episodic memory, in batches (what consolidation without
+    an LLM writes, minus its per-record conflict checks, which are not what we time)."""
+    long_term = memory.manager.long_term
+    records: list[Any] = []
+    round_: list[str] = []
+    for m in [*conv, Message(role="user", content="end")]:
+        if m.role == "user" and round_:
+            text = "\n".join(round_)[:2000]
+            records.append(long_term.new_record(text, "episodic", subtype="event"))
+            round_ = []
+        if m.role in ("user", "assistant") and m.content.strip():
+            round_.append(f"{m.role}: {m.content}")
+    for i in range(0, len(records), 256):
+        long_term.store_records(records[i : i + 256])
+    return len(records)
+
+
+def _run_chat_memory_buffer(
+    conv: list[Message],
+    budget: int,
+    counter: TokenCounter,
+    repeat: int,
+    max_seconds: float,
+    fit: list[tuple[int, float]],
+) -> dict[str, Any]:
+    """Time ``ChatMemoryBuffer.get()``; a call costs about c * n^2 (fitted on the last size)."""
+    from llama_index.core.memory import ChatMemoryBuffer
+
+    n = len(conv)
+    estimate = fit[-1][1] * (n / fit[-1][0]) ** 2 if fit else None
+    if estimate is not None and estimate > max_seconds:
+        return {"status": "skipped", "estimated_s": estimate}
+    buffer = ChatMemoryBuffer.from_defaults(
+        chat_history=to_llamaindex(conv), token_limit=budget, tokenizer_fn=_tokenizer(counter)
+    )
+    last: list[Any] = []
+
+    def call() -> None:
+        last[:] = buffer.get()
+
+    if estimate is not None and estimate > 1.0:
+        stats = measure(call, repeat=1, warmup=0)
+    else:
+        stats = measure(call, repeat=repeat, warmup=1, max_seconds=PEER_SECONDS)
+    fit.append((n, stats["median_ms"] / 1000))
+    row: dict[str, Any] = {**stats, **_view_cost(counter, from_llamaindex(last), budget)}
+    if estimate is not None:
+        row["estimated_s"] = estimate
+    return row
+
+
+def run(
+    sizes: Sequence[int],
+    *,
+    budget: int,
+    repeat: int,
+    cmb_max_seconds: float,
+    embedder: str,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Run the benchmark at each size and return the JSON-ready report."""
+    counter = TokenCounter(model=MODEL)
+    emb = _embedder(embedder)
+    results: list[dict[str, Any]] = []
+    fit: list[tuple[int, float]] = []
+    for n in sorted(sizes):
+        _log(f"[{n:,} messages] building the conversation ...")
+        conv = build_conversation(n, seed=seed)
+        _log(f"[{n:,}] AgentMemory ...")
+        rows = _run_agent_memory(conv, budget, counter, repeat * 10, emb)
+        _log(f"[{n:,}] {LIM} ...")
+        rows[LIM], _ = _run_llamaindex_memory(conv, budget, counter, repeat)
+        _log(f"[{n:,}] {CMB} ...")
+        rows[CMB] = _run_chat_memory_buffer(conv, budget, counter, repeat, cmb_max_seconds, fit)
+        ours = rows[OURS]["median_ms"]
+        for system, row in rows.items():
+            row = {"size": n, "system": system, "status": "ok", **row}
+            if row["status"] == "ok":
+                row["ratio_vs_ours"] = row["median_ms"] / ours
+            results.append(row)
+        del conv
+        gc.collect()
+    return {
+        "benchmark": "llamaindex_memory",
+        "config": {
+            "sizes": sorted(sizes),
+            "budget": budget,
+            "repeat_peers": repeat,
+            "repeat_ours": repeat * 10,
+            "seed": seed,
+            "model": MODEL,
+            "encoding": counter.encoding_name,
+            "embedder": embedder,
+            "chat_memory_buffer_max_s": cmb_max_seconds,
+        },
+        "environment": environment(),
+        "results": results,
+        "peak_rss_mb": peak_rss_mb(),
+    }
+
+
+def _print_report(report: dict[str, Any]) -> None:
+    cfg = report["config"]
+    print(f"\nget() latency, budget {cfg['budget']:,} tokens ({cfg['encoding']})\n")
+    rows = []
+    for r in report["results"]:
+        if r["status"] == "skipped":
+            note = f"skipped (quadratic; est. {r['estimated_s']:,.0f} s per call)"
+            rows.append({"size": r["size"], "system": r["system"], "note": note})
+            continue
+        rows.append(
+            {
+                "size": r["size"],
+                "system": r["system"],
+                "median ms": r["median_ms"],
+                "p95 ms": r["p95_ms"],
+                "runs": r["runs"],
+                "x ours": r["ratio_vs_ours"],
+                "view msgs": r["view_messages"],
+                "view tokens": r["view_tokens"],
+                "note": "within budget" if r["within_budget"] else "OVER budget",
+            }
+        )
+    cols = ["size", "system", "median ms", "p95 ms", "runs", "x ours", "view msgs", "view tokens"]
+    print_table(rows, [*cols, "note"])
+    fills = [
+        {
+            "size": r["size"],
+            "AgentMemory put msgs/s": r["add_msgs_per_s"],
+            "episodes stored": next(
+                (
+                    p["memories_stored"]
+                    for p in report["results"]
+                    if p["system"] == OURS_RECALL and p["size"] == r["size"]
+                ),
+                None,
+            ),
+            "fill s": next(
+                (
+                    p["consolidate_s"]
+                    for p in report["results"]
+                    if p["system"] == OURS_RECALL and p["size"] == r["size"]
+                ),
+                None,
+            ),
+        }
+        for r in report["results"]
+        if r["system"] == OURS
+    ]
+    print()
+    print_table(fills, ["size", "AgentMemory put msgs/s", "episodes stored", "fill s"])
+    print(f"Peak RSS: {report['peak_rss_mb']:,.0f} MiB")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command-line entry point; returns the exit status."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--sizes", default="1000,10000")
+    parser.add_argument("--budget", type=int, default=2000)
+    parser.add_argument("--repeat", type=int, default=20, help="runs per peer; ours x10")
+    parser.add_argument("--cmb-max-seconds", type=float, default=400.0)
+    parser.add_argument("--embedder", choices=("local", "hashing"), default="local")
+    parser.add_argument(
+        "--out", type=Path, default=ROOT / "bench" / "results" / "llamaindex_memory.json"
+    )
+    args = parser.parse_args(argv)
+    sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
+    with _offline_tiktoken():
+        report = run(
+            sizes,
+            budget=args.budget,
+            repeat=args.repeat,
+            cmb_max_seconds=args.cmb_max_seconds,
+            embedder=args.embedder,
+        )
+    _print_report(report)
+    print(f"wrote {write_json(args.out, report)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,360 @@
+"""``AgentMemory``: agentmem as a LlamaIndex ``BaseMemory``.
+
+A drop-in for the ``memory=`` of ``SimpleChatEngine``, ``CondensePlusContextChatEngine``,
+``FunctionAgent`` and ``ReActAgent``. Every message goes to an append-only session log on
+disk (SQLite), tool calls included and counted exactly; :meth:`AgentMemory.get` returns
+
+1. one system message labelled as recalled memory: the session's working memory and the
+   long-term memories most relevant to ``input`` (or, without ``input``, to the latest user
+   message), delimited as data;
+2. the budgeted conversation view: the rolling summary (when an LLM is configured) and the
+   newest messages, never splitting a tool call from its results;
+
+all within ``token_limit`` tokens, counted with tiktoken in the chat format of ``model``.
+Each message is tokenized once, so ``get()`` costs O(view), not O(history).
+
+Conversation is consolidated into long-term memory (Qdrant) every
+``consolidate_every_tokens`` tokens: by LLM extraction when an ``llm`` is given, else as
+episodes. Sync methods use agentmem's sync APIs and async methods its async APIs: no event
+loop is ever started, so sync calls work inside Jupyter's running loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.base.llms.types import ChatMessage, MessageRole
+from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.llms import LLM
+from llama_index.core.memory.types import BaseMemory
+
+from agentmem._async import run_in_executor
+from agentmem.context import pack_context
+from agentmem.embeddings import Embedder
+from agentmem.errors import ConfigurationError
+from agentmem.llm import ChatModel
+from agentmem.long_term.store import ScoredRecord
+from agentmem.manager import MemoryManager
+from agentmem.short_term.view import ShortTermView
+from agentmem.types import Message
+from llamaindex_agentmem._convert import from_agentmem, text_of, to_agentmem_many
+from llamaindex_agentmem.adapters import as_chat_model, as_embedder
+
+__all__ = ["AgentMemory"]
+
+# A caller-reported prefix (SimpleChatEngine's system prompt) costs its text plus the
+# framing of one system message: 3 per message and 1 for the role.
+_PREFIX_FRAMING = 4
+_MIN_BUDGET = 8
+
+
+class AgentMemory(BaseMemory):
+    """agentmem as a LlamaIndex memory (see the module docstring).
+
+    Build it with :meth:`from_defaults` (embedded stores under ``home``) or
+    :meth:`from_manager` (any :class:`~agentmem.MemoryManager`).
+
+    Attributes:
+        token_limit: Budget of what :meth:`get` returns (exact chat-format tokens).
+        top_k: Long-term memories recalled per :meth:`get` (``0``: history only).
+        include_working_memory: Put the session's working memory in the memory message.
+        memory_share: Most of the budget recalled memories may take.
+        working_share: Most of the budget working memory may take.
+
+    Example:
+        >>> from llama_index.core.llms import ChatMessage
+        >>> memory = AgentMemory.from_defaults(user_id="alice", home=tmp_home)  # doctest: +SKIP
+        >>> memory.put(ChatMessage(role="user", content="I indent with tabs"))  # doctest: +SKIP
+        >>> [m.role.value for m in memory.get(input="indentation?")]  # doctest: +SKIP
+        ['system', 'user']
+    """
+
+    token_limit: int = Field(default=3000, gt=0, description="Token budget of get().")
+    top_k: int = Field(default=5, ge=0, le=1000, description="Memories recalled per get().")
+    include_working_memory: bool = Field(default=True)
+    memory_share: float = Field(default=0.3, gt=0.0, le=1.0)
+    working_share: float = Field(default=0.2, gt=0.0, le=1.0)
+
+    _manager: MemoryManager | None = PrivateAttr(default=None)
+    _owned: bool = PrivateAttr(default=False)
+
+    @classmethod
+    def class_name(cls) -> str:
+        """Serialization name."""
+        return "AgentMemory"
+
+    # -- construction ----------------------------------------------------------------------
+
+    @classmethod
+    def from_manager(cls, manager: MemoryManager, **options: Any) -> AgentMemory:
+        """Wrap an existing manager (its stores stay yours to close).
+
+        Args:
+            manager: The agentmem memory controller of one user and session.
+            **options: ``token_limit``, ``top_k``, ``include_working_memory``,
+                ``memory_share``, ``working_share``.
+        """
+        if not isinstance(manager, MemoryManager):
+            msg = f"manager must be an agentmem MemoryManager, got {type(manager).__name__}"
+            raise ConfigurationError(msg)
+        memory = cls(**options)
+        memory._manager = manager
+        return memory
+
+    @classmethod
+    def from_defaults(  # type: ignore[override]
+        cls,
+        *,
+        user_id: str,
+        session_id: str | None = None,
+        home: str | Path | None = None,
+        llm: LLM | ChatModel | None = None,
+        embed_model: BaseEmbedding | Embedder | None = None,
+        model: str = "gpt-4o",
+        token_limit: int = 3000,
+        top_k: int = 5,
+        consolidate_every_tokens: int | None = 2000,
+        background: bool = False,
+        include_working_memory: bool = True,
+    ) -> AgentMemory:
+        """A memory on the embedded defaults: SQLite sessions and Qdrant Edge memories under
+        ``home`` (``AGENTMEM_HOME``, else the per-user data directory).
+
+        Args:
+            user_id: Owner of the long-term memories.
+            session_id: The conversation; pass an earlier one to resume it (default: new).
+            home: Data directory.
+            llm: Any LlamaIndex ``LLM`` (or agentmem ``ChatModel``) for summaries and memory
+                extraction; without one the view is a window and rounds become episodes.
+            embed_model: Any LlamaIndex ``BaseEmbedding`` (or agentmem ``Embedder``);
+                default: the local all-MiniLM-L6-v2.
+            model: Target model whose tokenizer and chat format are counted.
+            token_limit: Budget of :meth:`get`.
+            top_k: Long-term memories recalled per :meth:`get`.
+            consolidate_every_tokens: Consolidate after this many new tokens (``None``:
+                only when you call :meth:`consolidate`).
+            background: Consolidate in a background thread (sync) or task (async).
+            include_working_memory: Put working memory in the memory message.
+        """
+        manager = MemoryManager.open(
+            user_id=user_id,
+            session_id=session_id,
+            home=home,
+            llm=as_chat_model(llm),
+            embedder=as_embedder(embed_model),
+            model=model,
+            max_short_term_tokens=token_limit,
+            consolidate_every_tokens=consolidate_every_tokens,
+            background=background,
+        )
+        try:
+            memory = cls.from_manager(
+                manager,
+                token_limit=token_limit,
+                top_k=top_k,
+                include_working_memory=include_working_memory,
+            )
+        except BaseException:
+            manager.close()
+            raise
+        memory._owned = True
+        return memory
+
+    @property
+    def manager(self) -> MemoryManager:
+        """The agentmem controller behind this memory (working memory, recall, forgetting)."""
+        if self._manager is None:
+            msg = "AgentMemory has no manager: build it with from_defaults() or from_manager()"
+            raise ConfigurationError(msg)
+        return self._manager
+
+    @property
+    def session_id(self) -> str:
+        """The conversation this memory holds."""
+        return self.manager.session_id
+
+    @property
+    def user_id(self) -> str:
+        """Owner of the long-term memories."""
+        return self.manager.user_id
+
+    @property
+    def tokenizer_fn(self) -> Any:
+        """Tokenizer of the target model (chat engines use it to size their prefix)."""
+        return self.manager.token_counter.encode
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def _budget(self, kwargs: dict[str, Any]) -> int:
+        prefix = int(kwargs.get("initial_token_count") or 0)
+        budget = self.token_limit - (prefix + _PREFIX_FRAMING if prefix > 0 else 0)
+        if budget < _MIN_BUDGET:
+            msg = (
+                f"token_limit={self.token_limit} leaves no room after the caller's "
+                f"{prefix}-token prefix; raise token_limit"
+            )
+            raise ConfigurationError(msg)
+        return budget
+
+    @staticmethod
+    def _query(input: str | ChatMessage | None, log: Sequence[Message] | None) -> str:
+        if isinstance(input, ChatMessage):
+            input = text_of(input)
+        if input and input.strip():
+            return input
+        for message in reversed(log or ()):
+            if message.role == "user" and message.content.strip():
+                return message.content
+        return ""
+
+    def _pack(self, hits: list[ScoredRecord], budget: int) -> list[ChatMessage]:
+        manager = self.manager
+        views: list[ShortTermView] = []
+
+        def view_for(max_tokens: int) -> ShortTermView:
+            views.append(manager.short_term.get_view(max_tokens=max_tokens))
+            return views[-1]
+
+        built = pack_context(
+            counter=manager.token_counter,
+            max_tokens=budget,
+            query=None,
+            system_prompt=None,
+            working_text=manager.working.get_context_for_llm
+            if self.include_working_memory
+            else None,
+            hits=hits,
+            view_for=view_for,
+            working_share=self.working_share,
+            memory_share=self.memory_share,
+        )
+        history = views[-1].messages if views else []
+        head = built.messages[: len(built.messages) - len(history)]
+        return [
+            *(ChatMessage(role=MessageRole.SYSTEM, content=m["content"]) for m in head),
+            *(from_agentmem(m) for m in history),
+        ]
+
+    def get(self, input: str | None = None, **kwargs: Any) -> list[ChatMessage]:
+        """The memory message and the budgeted history, within ``token_limit``.
+
+        Args:
+            input: What to recall memories for (default: the latest user message).
+            **kwargs: ``initial_token_count``: tokens the caller puts before these
+                messages (``SimpleChatEngine`` passes its system prompt's).
+        """
+        budget = self._budget(kwargs)
+        hits: list[ScoredRecord] = []
+        if self.top_k:
+            short_term = self.manager.short_term
+            query = self._query(input, None if input else short_term.get_log())
+            if query:
+                hits = self.manager.recall(query, self.top_k)
+            if hits:
+                hits = _not_in_view(hits, short_term.get_view(max_tokens=budget))
+        return self._pack(hits, budget)
+
+    async def aget(self, input: str | None = None, **kwargs: Any) -> list[ChatMessage]:
+        """Async twin of :meth:`get`."""
+        budget = self._budget(kwargs)
+        hits: list[ScoredRecord] = []
+        if self.top_k:
+            log = None if input else await self.manager.short_term.aget_log()
+            query = self._query(input, log)
+            if query:
+                hits = await self.manager.arecall(query, self.top_k)
+            if hits:
+                view = await self.manager.short_term.aget_view(max_tokens=budget)
+                hits = _not_in_view(hits, view)
+        return await run_in_executor(self._pack, hits, budget)
+
+    def get_all(self) -> list[ChatMessage]:
+        """The whole conversation, oldest first (nothing is ever dropped from the log)."""
+        return [from_agentmem(m) for m in self.manager.short_term.get_log()]
+
+    async def aget_all(self) -> list[ChatMessage]:
+        """Async twin of :meth:`get_all`."""
+        return [from_agentmem(m) for m in await self.manager.short_term.aget_log()]
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def put(self, message: ChatMessage) -> None:
+        """Append one message (tool calls and results included) to the session log."""
+        self.put_messages([message])
+
+    async def aput(self, message: ChatMessage) -> None:
+        """Async twin of :meth:`put`."""
+        await self.aput_messages([message])
+
+    def put_messages(self, messages: list[ChatMessage]) -> None:
+        """Append messages atomically; consolidate when the token threshold is crossed."""
+        self.manager.record_messages(to_agentmem_many(messages))
+
+    async def aput_messages(self, messages: list[ChatMessage]) -> None:
+        """Async twin of :meth:`put_messages`."""
+        await self.manager.arecord_messages(to_agentmem_many(messages))
+
+    def set(self, messages: list[ChatMessage]) -> None:
+        """Replace the conversation with ``messages`` (starts the session over, see
+        :meth:`reset`)."""
+        self.reset()
+        self.put_messages(messages)
+
+    async def aset(self, messages: list[ChatMessage]) -> None:
+        """Async twin of :meth:`set`."""
+        await self.areset()
+        await self.aput_messages(messages)
+
+    def reset(self) -> None:
+        """Start the session over: its conversation, summary and working memory are
+        deleted. Long-term memories (the user's) are kept."""
+        manager = self.manager
+        manager.short_term.clear()
+        manager.working.clear()
+
+    async def areset(self) -> None:
+        """Async twin of :meth:`reset`."""
+        manager = self.manager
+        await manager.short_term.aclear()
+        await manager.working.aclear()
+
+    # -- consolidation and lifecycle ------------------------------------------------------
+
+    def consolidate(self) -> int:
+        """Consolidate the conversation into long-term memory now; returns memories written."""
+        return self.manager.consolidate().written
+
+    async def aconsolidate(self) -> int:
+        """Async twin of :meth:`consolidate`."""
+        return (await self.manager.aconsolidate()).written
+
+    def close(self) -> None:
+        """Close the stores :meth:`from_defaults` opened (a wrapped manager stays open)."""
+        if self._owned and self._manager is not None:
+            self._manager.close()
+            self._owned = False
+
+    async def aclose(self) -> None:
+        """Async twin of :meth:`close`."""
+        if self._owned and self._manager is not None:
+            await self._manager.aclose()
+            self._owned = False
+
+    def __enter__(self) -> AgentMemory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _not_in_view(hits: list[ScoredRecord], view: ShortTermView) -> list[ScoredRecord]:
+    """Drop memories drawn only from messages the history view already shows."""
+    shown = {m.id for m in view.messages}
+    return [
+        h
+        for h in hits
+        if not h.record.source_message_ids or not set(h.record.source_message_ids) <= shown
+    ]
