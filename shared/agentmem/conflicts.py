@@ -32,7 +32,10 @@ from agentmem.long_term.memory import LongTermMemory
 from agentmem.long_term.records import MemoryRecord
 from agentmem.long_term.store import ScoredRecord
 
-__all__ = ["ConflictDecision", "ConflictResolver", "Judgement"]
+__all__ = ["SUPERSEDES_KEY", "ConflictDecision", "ConflictResolver", "Judgement"]
+
+SUPERSEDES_KEY = "agentmem_supersedes"
+"""Metadata key of a superseding memory naming the memory it ends."""
 
 logger = logging.getLogger(__name__)
 
@@ -258,19 +261,25 @@ class ConflictResolver:
         }
 
     @staticmethod
-    def _ending(decision: ConflictDecision) -> dict[str, object]:
-        return {"valid_to": decision.record.created_at, "superseded_by": decision.record.id}
+    def _to_write(decision: ConflictDecision) -> MemoryRecord:
+        # A superseding memory names what it supersedes, so a crash between writing it and
+        # ending the old one is finished on replay (see unfinished_supersedes).
+        if decision.action == "supersede" and decision.existing is not None:
+            meta = {**decision.record.metadata, SUPERSEDES_KEY: decision.existing.id}
+            return decision.record.replace(metadata=meta)
+        return decision.record
 
     def _apply_sync(self, memory: LongTermMemory, decision: ConflictDecision) -> None:
         existing = decision.existing
         if decision.action == "reinforce" and existing is not None:
             memory.store.set_fields(memory.scope, [existing.id], self._reinforcement(decision))
             return
-        # Write the new memory before ending the old one: a crash in between leaves both
-        # current (a duplicate, fixed on the next pass) rather than neither.
-        memory.store_records([decision.record])
+        # New memory first, then end the old one: a crash in between leaves a record that
+        # says what it supersedes, and the next consolidation pass ends the old one.
+        record = self._to_write(decision)
+        memory.store_records([record])
         if decision.action == "supersede" and existing is not None:
-            memory.store.set_fields(memory.scope, [existing.id], self._ending(decision))
+            self.finish_supersede(memory, record)
 
     async def _apply_async(self, memory: LongTermMemory, decision: ConflictDecision) -> None:
         existing = decision.existing
@@ -279,9 +288,47 @@ class ConflictResolver:
                 memory.scope, [existing.id], self._reinforcement(decision)
             )
             return
-        await memory.astore_records([decision.record])
+        record = self._to_write(decision)
+        await memory.astore_records([record])
         if decision.action == "supersede" and existing is not None:
-            await memory.store.aset_fields(memory.scope, [existing.id], self._ending(decision))
+            await self.afinish_supersede(memory, record)
+
+    # -- crash recovery ----------------------------------------------------------------------
+
+    @staticmethod
+    def _targets(records: Sequence[MemoryRecord]) -> dict[str, MemoryRecord]:
+        return {
+            str(r.metadata[SUPERSEDES_KEY]): r
+            for r in records
+            if r.is_current and isinstance(r.metadata.get(SUPERSEDES_KEY), str)
+        }
+
+    def unfinished_supersedes(
+        self, memory: LongTermMemory, records: Sequence[MemoryRecord]
+    ) -> list[MemoryRecord]:
+        """Those of ``records`` whose superseded memory is still current (a crash came
+        between writing them and ending it)."""
+        targets = self._targets(records)
+        still = memory.store.get(memory.scope, list(targets)) if targets else []
+        return [targets[old.id] for old in still if old.is_current]
+
+    async def aunfinished_supersedes(
+        self, memory: LongTermMemory, records: Sequence[MemoryRecord]
+    ) -> list[MemoryRecord]:
+        """Async twin of :meth:`unfinished_supersedes`."""
+        targets = self._targets(records)
+        still = await memory.store.aget(memory.scope, list(targets)) if targets else []
+        return [targets[old.id] for old in still if old.is_current]
+
+    def finish_supersede(self, memory: LongTermMemory, record: MemoryRecord) -> None:
+        """End the memory ``record`` supersedes (``valid_to``, ``superseded_by``)."""
+        fields = {"valid_to": record.created_at, "superseded_by": record.id}
+        memory.store.set_fields(memory.scope, [str(record.metadata[SUPERSEDES_KEY])], fields)
+
+    async def afinish_supersede(self, memory: LongTermMemory, record: MemoryRecord) -> None:
+        """Async twin of :meth:`finish_supersede`."""
+        fields = {"valid_to": record.created_at, "superseded_by": record.id}
+        await memory.store.aset_fields(memory.scope, [str(record.metadata[SUPERSEDES_KEY])], fields)
 
 
 def _cosine(hit: ScoredRecord) -> float:

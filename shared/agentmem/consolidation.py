@@ -227,9 +227,10 @@ class MemoryConsolidator:
         self, session_id: str, batch: Sequence[Message], extraction: Extraction
     ) -> list[MemoryRecord]:
         first, last = batch[0].id, batch[-1].id
+        owner = self._owner()
         records = []
         for index, item in enumerate(extraction.memories):
-            key = f"{session_id}:{first}:{last}:{index}"
+            key = f"{owner}:{session_id}:{first}:{last}:{index}"
             records.append(
                 self.memory.new_record(
                     item.content,
@@ -244,6 +245,17 @@ class MemoryConsolidator:
                 )
             )
         return records
+
+    def _owner(self) -> str:
+        scope = self.memory.scope
+        return f"{scope.user_id}:{scope.agent_id or '-'}"
+
+    @property
+    def state_key(self) -> str:
+        """Session-state key of this consolidator's watermark: one per owner (user and
+        agent), so consolidators of different owners sharing a session never skip each
+        other's messages."""
+        return f"{CONSOLIDATION_STATE_KEY}:{self._owner()}"
 
     @staticmethod
     def _state(watermark: str | None, pending: dict[str, Any] | None) -> dict[str, Any]:
@@ -260,12 +272,12 @@ class MemoryConsolidator:
         stored watermark are skipped. Returns what was done; never raises for LLM output
         problems (they are in ``report.error``).
         """
-        state = self.store.get_state(session_id, CONSOLIDATION_STATE_KEY) or {}
+        state = self.store.get_state(session_id, self.state_key) or {}
         report = ConsolidationReport(watermark=state.get("watermark"))
         pending = state.get("pending")
         if pending:  # an earlier run died after extracting: finish it first
             self._finish_sync(session_id, pending, report)
-            state = self.store.get_state(session_id, CONSOLIDATION_STATE_KEY) or {}
+            state = self.store.get_state(session_id, self.state_key) or {}
         for batch in self._batches(self._pending_messages(messages, state)):
             if self.llm is None:
                 extraction = self._rounds(batch)
@@ -279,9 +291,7 @@ class MemoryConsolidator:
                     logger.warning("consolidation of session %r stopped: %s", session_id, exc)
                     return report
             pending = self._pending(session_id, batch, extraction)
-            self.store.set_state(
-                session_id, CONSOLIDATION_STATE_KEY, self._state(report.watermark, pending)
-            )
+            self.store.set_state(session_id, self.state_key, self._state(report.watermark, pending))
             self._finish_sync(session_id, pending, report)
             report.messages += len(batch)
         return report
@@ -290,16 +300,17 @@ class MemoryConsolidator:
         self, session_id: str, pending: dict[str, Any], report: ConsolidationReport
     ) -> None:
         records = _records_from(pending)
-        existing = {r.id for r in self.memory.store.get(self.memory.scope, [r.id for r in records])}
+        stored = self.memory.store.get(self.memory.scope, [r.id for r in records])
+        for ended in self.resolver.unfinished_supersedes(self.memory, stored):
+            self.resolver.finish_supersede(self.memory, ended)
+        existing = {r.id for r in stored}
         for record in records:
             if record.id in existing:
                 report.skipped += 1
                 continue
             report.decisions.append(self.resolver.write(self.memory, record))
         report.watermark = pending["through"]
-        self.store.set_state(
-            session_id, CONSOLIDATION_STATE_KEY, self._state(report.watermark, None)
-        )
+        self.store.set_state(session_id, self.state_key, self._state(report.watermark, None))
 
     # -- async -----------------------------------------------------------------------------
 
@@ -307,12 +318,12 @@ class MemoryConsolidator:
         self, messages: Sequence[MessageLike], *, session_id: str = "default"
     ) -> ConsolidationReport:
         """Async twin of :meth:`consolidate_session`."""
-        state = await self.store.aget_state(session_id, CONSOLIDATION_STATE_KEY) or {}
+        state = await self.store.aget_state(session_id, self.state_key) or {}
         report = ConsolidationReport(watermark=state.get("watermark"))
         pending = state.get("pending")
         if pending:
             await self._finish_async(session_id, pending, report)
-            state = await self.store.aget_state(session_id, CONSOLIDATION_STATE_KEY) or {}
+            state = await self.store.aget_state(session_id, self.state_key) or {}
         for batch in self._batches(self._pending_messages(messages, state)):
             if self.llm is None:
                 extraction = self._rounds(batch)
@@ -327,7 +338,7 @@ class MemoryConsolidator:
                     return report
             pending = self._pending(session_id, batch, extraction)
             await self.store.aset_state(
-                session_id, CONSOLIDATION_STATE_KEY, self._state(report.watermark, pending)
+                session_id, self.state_key, self._state(report.watermark, pending)
             )
             await self._finish_async(session_id, pending, report)
             report.messages += len(batch)
@@ -338,6 +349,8 @@ class MemoryConsolidator:
     ) -> None:
         records = _records_from(pending)
         found = await self.memory.store.aget(self.memory.scope, [r.id for r in records])
+        for ended in await self.resolver.aunfinished_supersedes(self.memory, found):
+            await self.resolver.afinish_supersede(self.memory, ended)
         existing = {r.id for r in found}
         for record in records:
             if record.id in existing:
@@ -345,9 +358,7 @@ class MemoryConsolidator:
                 continue
             report.decisions.append(await self.resolver.awrite(self.memory, record))
         report.watermark = pending["through"]
-        await self.store.aset_state(
-            session_id, CONSOLIDATION_STATE_KEY, self._state(report.watermark, None)
-        )
+        await self.store.aset_state(session_id, self.state_key, self._state(report.watermark, None))
 
     def _pending(
         self, session_id: str, batch: Sequence[Message], extraction: Extraction

@@ -25,6 +25,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from agentmem._async import run_in_executor
 from agentmem.conflicts import ConflictDecision
 from agentmem.consolidation import ConsolidationReport, MemoryConsolidator
 from agentmem.context import BuiltContext, pack_context
@@ -87,6 +88,10 @@ class MemoryManager:
         self.background = background
         self.system_prompt = system_prompt
         self._lock = threading.Lock()
+        self._consolidating = threading.Lock()
+        # asyncio locks bind to the running loop on first use (Python >= 3.10).
+        self._alock = asyncio.Lock()
+        self._aconsolidating = asyncio.Lock()
         self._worker: threading.Thread | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._owned: list[Callable[[], None]] = []
@@ -248,12 +253,15 @@ class MemoryManager:
         if turns:
             await self.working.aadvance_turn(turns)
         store = self.short_term.store
-        previous = await store.aget_state(self.session_id, UNCONSOLIDATED_KEY)
-        state = self._pending_after(previous, batch)
-        await store.aset_state(self.session_id, UNCONSOLIDATED_KEY, state)
+        async with self._alock:
+            previous = await store.aget_state(self.session_id, UNCONSOLIDATED_KEY)
+            state = self._pending_after(previous, batch)
+            await store.aset_state(self.session_id, UNCONSOLIDATED_KEY, state)
         if not batch or not self._due(state):
             return None
         if self.background:
+            if any(not t.done() for t in self._tasks):
+                return None  # one run at a time; the next threshold crossing catches up
             task = asyncio.create_task(self.aconsolidate())
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
@@ -313,24 +321,27 @@ class MemoryManager:
     # -- consolidation, remembering, forgetting ------------------------------------------
 
     def consolidate(self) -> ConsolidationReport:
-        """Consolidate this session's messages not consolidated before."""
-        log = self.short_term.get_log()
-        report = self.consolidator.consolidate_session(log, session_id=self.session_id)
-        if report.error is None:
-            with self._lock:
-                self.short_term.store.set_state(
-                    self.session_id, UNCONSOLIDATED_KEY, {"pending_tokens": 0}
-                )
+        """Consolidate this session's messages not consolidated before (one run at a time)."""
+        with self._consolidating:
+            log = self.short_term.get_log()
+            report = self.consolidator.consolidate_session(log, session_id=self.session_id)
+            if report.error is None:
+                with self._lock:
+                    self.short_term.store.set_state(
+                        self.session_id, UNCONSOLIDATED_KEY, {"pending_tokens": 0}
+                    )
         return report
 
     async def aconsolidate(self) -> ConsolidationReport:
         """Async twin of :meth:`consolidate`."""
-        log = await self.short_term.aget_log()
-        report = await self.consolidator.aconsolidate_session(log, session_id=self.session_id)
-        if report.error is None:
-            await self.short_term.store.aset_state(
-                self.session_id, UNCONSOLIDATED_KEY, {"pending_tokens": 0}
-            )
+        async with self._aconsolidating:
+            log = await self.short_term.aget_log()
+            report = await self.consolidator.aconsolidate_session(log, session_id=self.session_id)
+            if report.error is None:
+                async with self._alock:
+                    await self.short_term.store.aset_state(
+                        self.session_id, UNCONSOLIDATED_KEY, {"pending_tokens": 0}
+                    )
         return report
 
     def remember(
@@ -414,7 +425,7 @@ class MemoryManager:
         into ``max_tokens`` exactly (see :mod:`agentmem.context`)."""
         retrieved = self.retriever.retrieve_relevant_context(query, strategy, top_k)
         return self._pack(
-            query, max_tokens, system_prompt, strategy, retrieved.memories, include_query
+            query, max_tokens, system_prompt, strategy, retrieved.memories, include_query, True
         )
 
     async def abuild_context(
@@ -429,9 +440,12 @@ class MemoryManager:
     ) -> BuiltContext:
         """Async twin of :meth:`build_context`."""
         retrieved = await self.retriever.aretrieve_relevant_context(query, strategy, top_k)
+        # Do the I/O here, asynchronously, so packing below reads only what is in memory:
+        # new messages, and the purge of expired working-memory variables.
         await self.short_term.arefresh()
+        await self.working.aget_all_variables()
         return self._pack(
-            query, max_tokens, system_prompt, strategy, retrieved.memories, include_query
+            query, max_tokens, system_prompt, strategy, retrieved.memories, include_query, False
         )
 
     def _pack(
@@ -442,6 +456,7 @@ class MemoryManager:
         strategy: Strategy,
         hits: list[ScoredRecord],
         include_query: bool,
+        refresh: bool,
     ) -> BuiltContext:
         use_working = strategy in ("working", "hybrid")
         use_recent = strategy in ("recent", "hybrid")
@@ -452,7 +467,9 @@ class MemoryManager:
             system_prompt=system_prompt if system_prompt is not None else self.system_prompt,
             working_text=self.working.get_context_for_llm if use_working else None,
             hits=hits,
-            view_for=(lambda n: self.short_term.get_view(max_tokens=n)) if use_recent else None,
+            view_for=(lambda n: self.short_term.get_view(max_tokens=n, refresh=refresh))
+            if use_recent
+            else None,
         )
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -465,9 +482,9 @@ class MemoryManager:
         self._owned = []
 
     async def aclose(self) -> None:
-        """Async twin of :meth:`close`."""
+        """Async twin of :meth:`close` (the blocking part runs in a worker thread)."""
         await self.await_background()
-        self.close()
+        await run_in_executor(self.close)
 
     def __enter__(self) -> MemoryManager:
         return self

@@ -227,3 +227,13 @@ def test_concept_graph_persists_and_traverses(tmp_path: Path) -> None:
         knowledge.query_knowledge("which language uses indentation")[0].record.concept == "Python"
     )
     reopened.close()
+
+
+def test_a_memory_id_can_never_move_to_another_user(store: QdrantEdgeStore) -> None:
+    alice, bob = make(store, "alice"), make(store, "bob")
+    secret = alice.store_memory("Alice's PIN is 1234", "semantic")
+    with pytest.raises(InvalidValueError, match="another scope"):
+        bob.store_memory("bob's note", "semantic", id=secret.id)
+    assert alice.get_memory(secret.id).content == "Alice's PIN is 1234"
+    with pytest.raises(MemoryNotFoundError):
+        bob.get_memory(secret.id)

@@ -6,6 +6,7 @@ import json
 import multiprocessing
 import os
 import signal
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -316,3 +317,81 @@ def test_kill_9_during_consolidation_then_rerun_is_consistent(home: Home) -> Non
         contents = [r.content for r in mem.long_term.all_records()]
         assert len(contents) == len(set(contents)) == 6
         assert mem.consolidate().messages == 0
+
+
+def test_a_crash_between_superseding_and_ending_is_finished_on_replay(home: Home) -> None:
+    llm = ScriptedChatModel(
+        [
+            extraction((TABS, "preference", 0.8)),
+            extraction((SPACES, "preference", 0.8)),
+            judge("update"),
+        ]
+    )
+    with home.manager("s1", llm, consolidate_every_tokens=None) as one:
+        one.short_term.auto_summarize = False
+        one.process_interaction("I indent Python with tabs.", "Noted.")
+        one.consolidate()
+    with home.manager("s2", llm, consolidate_every_tokens=None) as two:
+        two.short_term.auto_summarize = False
+        two.process_interaction("Now I use spaces.", "Noted.")
+        store = two.long_term.store
+        original = store.set_fields
+
+        def crash(*args: object, **kwargs: object) -> None:
+            raise RuntimeError("simulated crash after writing the new memory")
+
+        store.set_fields = crash  # type: ignore[method-assign]
+        with pytest.raises(RuntimeError, match="simulated crash"):
+            two.consolidate()
+        store.set_fields = original  # type: ignore[method-assign]
+        report = two.consolidate()  # replays the pending batch: the old fact gets ended
+        assert report.skipped == 1
+        current = [h.record.content for h in two.recall("indentation python", top_k=5)]
+        assert current == [SPACES]
+
+
+def test_consolidators_of_two_users_sharing_a_session_do_not_skip_each_other(
+    tmp_path: Path,
+) -> None:
+    sessions = SQLiteSessionStore(tmp_path / "sessions.db")
+    store = QdrantEdgeStore(tmp_path / "lt", dimension=256)
+    try:
+        for user in ("alice", "bob"):
+            lt = LongTermMemory(store=store, embedder=HashingEmbedder(256), user_id=user)
+            mem = MemoryManager.from_parts(
+                user_id=user,
+                session_id="group-chat",
+                sessions=sessions,
+                long_term=lt,
+                consolidate_every_tokens=None,
+            )
+            if user == "alice":
+                mem.process_interaction("We meet on Friday at noon.", "Noted.")
+            report = mem.consolidate()
+            assert report.written == 1, user
+            assert store.count(lt.scope) == 1
+    finally:
+        store.close()
+        sessions.close()
+
+
+async def test_abuild_context_reads_no_session_state_synchronously(home: Home) -> None:
+    mem = home.manager("s1", None)
+    mem.process_interaction("I like tabs", "ok")
+    store = mem.short_term.store
+    calls: list[str] = []
+    loop_thread = threading.current_thread()
+    for name in ("read", "get_state", "set_state"):
+        original = getattr(store, name)
+
+        def spy(*args: object, _name: str = name, _orig: object = original, **kw: object) -> object:
+            # The async twins run these in worker threads; only calls on the loop block it.
+            if threading.current_thread() is loop_thread:
+                calls.append(_name)
+            return _orig(*args, **kw)  # type: ignore[operator]
+
+        setattr(store, name, spy)
+    ctx = await mem.abuild_context("tabs?", max_tokens=300)
+    assert ctx.token_count <= 300
+    assert calls == []
+    await mem.aclose()

@@ -356,3 +356,15 @@ def test_per_call_budget_tightens_the_view(budget: int) -> None:
         view = memory.get_view(max_tokens=budget)
         assert view.token_count <= min(budget, 200)
         assert memory.get_view().token_count <= 200
+
+
+def test_the_newest_message_is_never_summarized_out_of_the_view() -> None:
+    memory = SummaryBufferMemory(llm=ScriptedChatModel(default="earlier talk"), max_tokens=400)
+    for i in range(5):
+        memory.add_message("user", f"short message {i}")
+    memory.add_message("user", "a long question " * 200)
+    view = memory.get_view()
+    assert view.token_count <= 400
+    assert view.messages[-1].role == "user"
+    assert view.messages[-1].content.startswith("a long question")
+    assert memory.watermark < 6

@@ -111,6 +111,16 @@ class QdrantStoreBase:
                 )
             )
         if points:
+            # An id is owned by one scope forever: never let a write move it to another.
+            existing: list[qc.Hit] = yield Op("retrieve", (ids,))
+            by_id = {r.id: r for r in records}
+            foreign = [h.id for h in existing if not qc.in_scope(h.payload, by_id[h.id].scope)]
+            if foreign:
+                msg = (
+                    f"memory ids {foreign} already belong to another scope; nothing was "
+                    "written (use new ids)"
+                )
+                raise InvalidValueError(msg)
             yield Op("upsert", (points,))
 
     def _in_scope_steps(self, scope: Scope, ids: Sequence[str]) -> Steps[list[qc.Hit]]:

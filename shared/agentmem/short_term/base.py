@@ -137,14 +137,17 @@ class ShortTermMemory(ABC):
         with self._lock:
             self._log.extend(new)
 
-    def get_view(self, *, max_tokens: int | None = None) -> ShortTermView:
+    def get_view(self, *, max_tokens: int | None = None, refresh: bool = True) -> ShortTermView:
         """The budgeted view, with what it left out.
 
         Args:
             max_tokens: A tighter budget for this view only (the lower of it and the
                 memory's own cap applies), e.g. what is left of a prompt's budget.
+            refresh: Read new messages from the store first. Async callers that just
+                awaited :meth:`arefresh` pass ``False`` so no blocking read happens.
         """
-        self.refresh()
+        if refresh:
+            self.refresh()
         with self._lock:
             return self._view(check_limit(max_tokens, "max_tokens"))
 

@@ -302,6 +302,8 @@ class SummaryBufferMemory(ShortTermMemory):
         target = int(max(0, share) * self.keep_ratio)
         overflow = False
         for unit in log.units_backwards(lower, skip_system=self.preserve_system):
+            # The newest unit is never summarized away: the view shows it (cut if need be).
+            keep_from = min(keep_from, unit.start)
             recent += unit.tokens
             if recent > share:
                 overflow = True
