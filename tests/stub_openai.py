@@ -325,10 +325,11 @@ class AdapterFactory(Generic[AdapterT]):
     every adapter it built with :meth:`close` (sync tests) or :meth:`aclose` (async tests,
     so async clients are closed on the test's event loop).
 
-    Example:
-        >>> make = AdapterFactory(OpenAIChatModel, stub, model="stub-model", api_key="sk-test")
-        >>> llm = make(temperature=0.3)  # doctest: +SKIP
-        >>> make.close()  # doctest: +SKIP
+    Example (inside a test with a running ``stub``)::
+
+        make = AdapterFactory(OpenAIChatModel, stub, model="stub-model", api_key="sk-test")
+        llm = make(temperature=0.3)
+        make.close()
     """
 
     def __init__(
