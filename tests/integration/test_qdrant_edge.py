@@ -136,7 +136,11 @@ def test_a_killed_writer_loses_nothing_it_reported(tmp_path: Path) -> None:
             break
     child.send_signal(signal.SIGKILL)
     child.wait(timeout=60)
-    assert reported >= 40, child.stderr.read() if child.stderr else ""
+    errors = child.stderr.read() if child.stderr else ""
+    for stream in (child.stdout, child.stderr):
+        if stream is not None:
+            stream.close()
+    assert reported >= 40, errors
     with QdrantEdgeStore(tmp_path, dimension=DIM) as store:
         ids = [
             str(uuid.uuid5(NAMESPACE, f"{b}-{i}")) for b in range(reported + 1) for i in range(50)
