@@ -46,12 +46,22 @@ if str(ROOT) not in sys.path:
 
 from agentmem import Message, TokenCounter  # noqa: E402
 from bench._chats import build_conversation, from_llamaindex, to_llamaindex  # noqa: E402
-from bench._common import environment, measure, peak_rss_mb, print_table, write_json  # noqa: E402
+from bench._common import (  # noqa: E402
+    environment,
+    log,
+    measure,
+    parse_sizes,
+    peak_rss_mb,
+    print_latency_table,
+    print_table,
+    result_value,
+    write_json,
+)
 from bench.short_term import (  # noqa: E402
-    _offline_tiktoken,
-    _run_llamaindex_memory,
-    _tokenizer,
-    _view_cost,
+    offline_tiktoken,
+    run_llamaindex_memory,
+    tokenizer,
+    view_cost,
 )
 
 __all__ = ["main", "run"]
@@ -63,10 +73,6 @@ OURS = "AgentMemory (history)"
 OURS_RECALL = "AgentMemory (history + recall)"
 LIM = "llamaindex Memory"
 CMB = "llamaindex ChatMemoryBuffer"
-
-
-def _log(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
 
 
 def _embedder(kind: str) -> Any:
@@ -107,9 +113,9 @@ def _run_agent_memory(
             rows[OURS] = {
                 **stats,
                 "add_msgs_per_s": len(conv) / add_s,
-                **_view_cost(counter, view, budget),
+                **view_cost(counter, view, budget),
             }
-            _log(f"[{len(conv):,}] filling long-term memory (one episode per round) ...")
+            log(f"[{len(conv):,}] filling long-term memory (one episode per round) ...")
             start = time.perf_counter()
             written = _fill_long_term(memory, conv)
             consolidate_s = time.perf_counter() - start
@@ -120,7 +126,7 @@ def _run_agent_memory(
                 **stats,
                 "memories_stored": written,
                 "consolidate_s": consolidate_s,
-                **_view_cost(counter, view, budget),
+                **view_cost(counter, view, budget),
             }
         finally:
             memory.close()
@@ -161,7 +167,7 @@ def _run_chat_memory_buffer(
     if estimate is not None and estimate > max_seconds:
         return {"status": "skipped", "estimated_s": estimate}
     buffer = ChatMemoryBuffer.from_defaults(
-        chat_history=to_llamaindex(conv), token_limit=budget, tokenizer_fn=_tokenizer(counter)
+        chat_history=to_llamaindex(conv), token_limit=budget, tokenizer_fn=tokenizer(counter)
     )
     last: list[Any] = []
 
@@ -173,7 +179,7 @@ def _run_chat_memory_buffer(
     else:
         stats = measure(call, repeat=repeat, warmup=1, max_seconds=PEER_SECONDS)
     fit.append((n, stats["median_ms"] / 1000))
-    row: dict[str, Any] = {**stats, **_view_cost(counter, from_llamaindex(last), budget)}
+    row: dict[str, Any] = {**stats, **view_cost(counter, from_llamaindex(last), budget)}
     if estimate is not None:
         row["estimated_s"] = estimate
     return row
@@ -194,13 +200,13 @@ def run(
     results: list[dict[str, Any]] = []
     fit: list[tuple[int, float]] = []
     for n in sorted(sizes):
-        _log(f"[{n:,} messages] building the conversation ...")
+        log(f"[{n:,} messages] building the conversation ...")
         conv = build_conversation(n, seed=seed)
-        _log(f"[{n:,}] AgentMemory ...")
+        log(f"[{n:,}] AgentMemory ...")
         rows = _run_agent_memory(conv, budget, counter, repeat * 10, emb)
-        _log(f"[{n:,}] {LIM} ...")
-        rows[LIM], _ = _run_llamaindex_memory(conv, budget, counter, repeat)
-        _log(f"[{n:,}] {CMB} ...")
+        log(f"[{n:,}] {LIM} ...")
+        rows[LIM], _ = run_llamaindex_memory(conv, budget, counter, repeat)
+        log(f"[{n:,}] {CMB} ...")
         rows[CMB] = _run_chat_memory_buffer(conv, budget, counter, repeat, cmb_max_seconds, fit)
         ours = rows[OURS]["median_ms"]
         for system, row in rows.items():
@@ -232,46 +238,16 @@ def run(
 def _print_report(report: dict[str, Any]) -> None:
     cfg = report["config"]
     print(f"\nget() latency, budget {cfg['budget']:,} tokens ({cfg['encoding']})\n")
-    rows = []
-    for r in report["results"]:
-        if r["status"] == "skipped":
-            note = f"skipped (quadratic; est. {r['estimated_s']:,.0f} s per call)"
-            rows.append({"size": r["size"], "system": r["system"], "note": note})
-            continue
-        rows.append(
-            {
-                "size": r["size"],
-                "system": r["system"],
-                "median ms": r["median_ms"],
-                "p95 ms": r["p95_ms"],
-                "runs": r["runs"],
-                "x ours": r["ratio_vs_ours"],
-                "view msgs": r["view_messages"],
-                "view tokens": r["view_tokens"],
-                "note": "within budget" if r["within_budget"] else "OVER budget",
-            }
-        )
-    cols = ["size", "system", "median ms", "p95 ms", "runs", "x ours", "view msgs", "view tokens"]
-    print_table(rows, [*cols, "note"])
+    print_latency_table(report["results"], flag_missing_system=False)
     fills = [
         {
             "size": r["size"],
             "AgentMemory put msgs/s": r["add_msgs_per_s"],
-            "episodes stored": next(
-                (
-                    p["memories_stored"]
-                    for p in report["results"]
-                    if p["system"] == OURS_RECALL and p["size"] == r["size"]
-                ),
-                None,
+            "episodes stored": result_value(
+                report["results"], size=r["size"], system=OURS_RECALL, key="memories_stored"
             ),
-            "fill s": next(
-                (
-                    p["consolidate_s"]
-                    for p in report["results"]
-                    if p["system"] == OURS_RECALL and p["size"] == r["size"]
-                ),
-                None,
+            "fill s": result_value(
+                report["results"], size=r["size"], system=OURS_RECALL, key="consolidate_s"
             ),
         }
         for r in report["results"]
@@ -294,8 +270,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--out", type=Path, default=ROOT / "bench" / "results" / "llamaindex_memory.json"
     )
     args = parser.parse_args(argv)
-    sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
-    with _offline_tiktoken():
+    sizes = parse_sizes(args.sizes)
+    with offline_tiktoken():
         report = run(
             sizes,
             budget=args.budget,

@@ -80,7 +80,7 @@ from bench._common import (  # noqa: E402
 )
 from tests.chatml import reference_count  # noqa: E402
 
-__all__ = ["main", "run"]
+__all__ = ["main", "offline_tiktoken", "run", "run_llamaindex_memory", "tokenizer", "view_cost"]
 
 MODEL = "gpt-4o"
 CHUNK = 20  # messages per add / put call
@@ -114,7 +114,7 @@ def _exactness(
 # --------------------------------------------------------------------------------------
 
 
-def _view_cost(counter: TokenCounter, view: list[Message], budget: int) -> dict[str, Any]:
+def view_cost(counter: TokenCounter, view: list[Message], budget: int) -> dict[str, Any]:
     tokens = counter.count_messages(view)
     return {
         "view_messages": len(view),
@@ -149,7 +149,7 @@ def _run_ours(
         "add_msgs_per_s": len(conv) / add_s,
         "cold_first_call_ms": cold_ms,
         "add_and_first_view_msgs_per_s": len(conv) / (add_s + cold_ms / 1000),
-        **_view_cost(counter, view.messages, budget),
+        **view_cost(counter, view.messages, budget),
     }
     return row, view.messages
 
@@ -175,15 +175,15 @@ def _run_langchain(
 
     stats = measure(call, repeat=repeat, warmup=1, max_seconds=PEER_SECONDS)
     view = from_langchain(call())
-    return {**stats, **_view_cost(counter, view, budget)}, view
+    return {**stats, **view_cost(counter, view, budget)}, view
 
 
-def _tokenizer(counter: TokenCounter) -> Callable[[str], list[int]]:
+def tokenizer(counter: TokenCounter) -> Callable[[str], list[int]]:
     # What llama-index builds by default (encode with allowed_special="all"), on our encoding.
     return partial(counter.encoding.encode, allowed_special="all")
 
 
-def _run_llamaindex_memory(
+def run_llamaindex_memory(
     conv: list[Message], budget: int, counter: TokenCounter, repeat: int
 ) -> tuple[dict[str, Any], list[Message]]:
     from llama_index.core.async_utils import asyncio_run
@@ -194,7 +194,7 @@ def _run_llamaindex_memory(
     engine = create_async_engine("sqlite+aiosqlite:///:memory:")
     memory = Memory.from_defaults(
         token_limit=budget,
-        tokenizer_fn=_tokenizer(counter),
+        tokenizer_fn=tokenizer(counter),
         chat_history_token_ratio=1.0,
         async_engine=engine,
     )
@@ -208,7 +208,7 @@ def _run_llamaindex_memory(
         view = from_llamaindex(memory.get())
     finally:
         asyncio_run(engine.dispose())
-    row = {**stats, "add_msgs_per_s": len(conv) / add_s, **_view_cost(counter, view, budget)}
+    row = {**stats, "add_msgs_per_s": len(conv) / add_s, **view_cost(counter, view, budget)}
     return row, view
 
 
@@ -236,7 +236,7 @@ def _run_chat_memory_buffer(
         if estimate > CAP_SECONDS:
             return {"status": "skipped", "estimated_s": estimate}, None
     buffer = ChatMemoryBuffer.from_defaults(
-        chat_history=to_llamaindex(conv), token_limit=budget, tokenizer_fn=_tokenizer(counter)
+        chat_history=to_llamaindex(conv), token_limit=budget, tokenizer_fn=tokenizer(counter)
     )
     last: list[Any] = []
 
@@ -249,7 +249,7 @@ def _run_chat_memory_buffer(
         stats = measure(call, repeat=repeat, warmup=1, max_seconds=PEER_SECONDS)
     view = from_llamaindex(last)
     history.append((n, stats["median_ms"] / 1000, len(view)))
-    row: dict[str, Any] = {**stats, **_view_cost(counter, view, budget)}
+    row: dict[str, Any] = {**stats, **view_cost(counter, view, budget)}
     if estimate is not None:
         row["estimated_s"] = estimate
     return row, view
@@ -261,7 +261,7 @@ def _run_chat_memory_buffer(
 
 
 @contextmanager
-def _offline_tiktoken() -> Iterator[None]:
+def offline_tiktoken() -> Iterator[None]:
     """Point tiktoken at llama-index-core's bundled encodings for this run only."""
     import llama_index.core
 
@@ -296,7 +296,7 @@ def run(
         log(f"[{n:,}] {LC} ...")
         rows[LC], views[LC] = _run_langchain(conv, budget, counter, repeat)
         log(f"[{n:,}] {LIM} ...")
-        rows[LIM], views[LIM] = _run_llamaindex_memory(conv, budget, counter, repeat)
+        rows[LIM], views[LIM] = run_llamaindex_memory(conv, budget, counter, repeat)
         log(f"[{n:,}] {CMB} ...")
         cmb_row, cmb_view = _run_chat_memory_buffer(conv, budget, counter, repeat, cmb_history)
         rows[CMB] = cmb_row
@@ -432,7 +432,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "short_term.json")
     args = parser.parse_args(argv)
     sizes = parse_sizes(args.sizes)
-    with _offline_tiktoken():
+    with offline_tiktoken():
         report = run(
             sizes, budget=args.budget, repeat=args.repeat, samples=args.samples, seed=args.seed
         )
