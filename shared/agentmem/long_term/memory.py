@@ -13,7 +13,6 @@ it into several memories.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
@@ -31,17 +30,22 @@ from agentmem.errors import (
     MemoryNotFoundError,
 )
 from agentmem.forgetting import ForgettingPolicy
-from agentmem.long_term.ranking import RankingConfig, SearchMode, diversify
-from agentmem.long_term.records import MEMORY_TYPES, MemoryRecord, RecordFilter, Scope
-from agentmem.long_term.store import Boost, MemoryStore, ScoredRecord, SparseVector
+from agentmem.long_term._validate import (
+    MAX_CONTENT_CHARS,
+    build_record,
+    memory_id_of,
+    query_filter,
+    with_changes,
+)
+from agentmem.long_term.ranking import RankingConfig, SearchMode, order_hits
+from agentmem.long_term.records import MemoryRecord, RecordFilter, Scope
+from agentmem.long_term.store import MemoryStore, ScoredRecord, SparseVector
 from agentmem.sparse import Bm25Encoder, SparseEncoder
 from agentmem.types import utcnow
 
 __all__ = ["MAX_CONTENT_CHARS", "LongTermMemory"]
 
 logger = logging.getLogger(__name__)
-
-MAX_CONTENT_CHARS = 32_000
 
 
 class LongTermMemory:
@@ -146,35 +150,8 @@ class LongTermMemory:
             InvalidValueError: Empty or oversized content, unknown type, importance outside
                 [0, 1] or NaN, non-JSON metadata, bad ids or timestamps.
         """
-        if not isinstance(content, str) or not content.strip():
-            msg = "memory content must be a non-empty string"
-            raise InvalidValueError(msg)
-        if len(content) > MAX_CONTENT_CHARS:
-            msg = (
-                f"memory content is {len(content)} characters, over the {MAX_CONTENT_CHARS} "
-                "limit; split it into several memories"
-            )
-            raise InvalidValueError(msg)
-        if memory_type not in MEMORY_TYPES:
-            msg = f"unknown memory_type {memory_type!r}; expected one of {', '.join(MEMORY_TYPES)}"
-            raise InvalidValueError(msg)
-        if isinstance(importance, bool) or not isinstance(importance, (int, float)):
-            msg = f"importance must be a number in [0, 1], got {importance!r}"
-            raise InvalidValueError(msg)
-        now = self._clock()
-        fields.setdefault("created_at", now)
-        try:
-            _check_json(metadata or {})
-            return MemoryRecord(
-                content=content,
-                memory_type=memory_type,  # type: ignore[arg-type]
-                scope=self.scope,
-                importance=importance,
-                metadata=dict(metadata or {}),
-                **fields,
-            )
-        except ValidationError as exc:
-            raise InvalidValueError(describe(exc, "memory")) from None
+        fields.setdefault("created_at", self._clock())
+        return build_record(self.scope, content, memory_type, metadata, importance, fields)
 
     def store_memory(
         self,
@@ -251,70 +228,17 @@ class LongTermMemory:
         filter: RecordFilter | None,
         include_history: bool,
     ) -> tuple[SearchMode, RecordFilter, SparseVector | None]:
-        if not isinstance(query, str) or not query.strip():
-            msg = "query must be a non-empty string"
-            raise InvalidValueError(msg)
-        if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= 1000:
-            msg = f"top_k must be an integer in [1, 1000], got {top_k!r}"
-            raise InvalidValueError(msg)
-        if memory_type is not None and memory_type not in MEMORY_TYPES:
-            msg = f"unknown memory_type {memory_type!r}; expected one of {', '.join(MEMORY_TYPES)}"
-            raise InvalidValueError(msg)
-        mode = mode or self.ranking.mode
-        if mode not in ("hybrid", "dense", "bm25"):
-            msg = f"mode must be 'hybrid', 'dense' or 'bm25', got {mode!r}"
-            raise ConfigurationError(msg)
-        updates: dict[str, Any] = {}
-        if memory_type is not None:
-            updates["memory_types"] = (memory_type,)
-        if min_importance:
-            updates["min_importance"] = min_importance
-        if include_history:
-            updates["include_history"] = True
-        try:
-            merged = (filter or RecordFilter()).model_copy(update=updates)
-            merged = RecordFilter.model_validate(merged.model_dump())
-        except ValidationError as exc:
-            raise InvalidValueError(describe(exc, "memory")) from None
+        mode, merged = query_filter(
+            query,
+            top_k,
+            memory_type,
+            min_importance,
+            mode or self.ranking.mode,
+            filter,
+            include_history,
+        )
         sparse = self.sparse.encode_query(query) if mode in ("hybrid", "bm25") else None
         return mode, merged, sparse
-
-    def _boost(self) -> Boost:
-        cfg = self.ranking
-        return Boost(
-            importance_weight=cfg.importance_weight,
-            recency_weight=cfg.recency_weight,
-            half_life_days=cfg.half_life_days,
-            now=self._clock(),
-        )
-
-    def _fetch_size(self, top_k: int) -> int:
-        extra = self.ranking.duplicate_threshold is not None or self.ranking.mmr_lambda is not None
-        # A few spare hits refill the list when near-duplicates are dropped.
-        return min(1000, top_k + max(5, top_k // 2)) if extra else top_k
-
-    def _finish(
-        self,
-        hits: list[ScoredRecord],
-        vectors: Sequence[Sequence[float]],
-        top_k: int,
-        explain: bool,
-    ) -> list[ScoredRecord]:
-        cfg = self.ranking
-        if cfg.duplicate_threshold is None and cfg.mmr_lambda is None:
-            return hits[:top_k]
-        chosen = diversify(
-            hits,
-            vectors,
-            top_k,
-            duplicate_threshold=cfg.duplicate_threshold,
-            mmr_lambda=cfg.mmr_lambda,
-        )
-        if not explain:
-            return [hit for hit, _ in chosen]
-        return [
-            hit._replace(components={**hit.components, "redundancy": red}) for hit, red in chosen
-        ]
 
     def retrieve_memories(
         self,
@@ -351,14 +275,14 @@ class LongTermMemory:
             dense=dense,
             sparse=sparse,
             filter=flt,
-            limit=self._fetch_size(top_k),
-            candidates=max(self.ranking.candidates, self._fetch_size(top_k)),
-            boost=self._boost(),
+            limit=self.ranking.fetch_size(top_k),
+            candidates=max(self.ranking.candidates, self.ranking.fetch_size(top_k)),
+            boost=self.ranking.boost(self._clock()),
             explain=explain,
         )
-        hits = _ordered(hits)
+        hits = order_hits(hits)
         vectors = self._vectors(hits)
-        results = self._finish(hits, vectors, top_k, explain)
+        results = self.ranking.finish(hits, vectors, top_k, explain=explain)
         if touch and results:
             self._touch_sync(results)
         return results
@@ -386,22 +310,21 @@ class LongTermMemory:
             dense=dense,
             sparse=sparse,
             filter=flt,
-            limit=self._fetch_size(top_k),
-            candidates=max(self.ranking.candidates, self._fetch_size(top_k)),
-            boost=self._boost(),
+            limit=self.ranking.fetch_size(top_k),
+            candidates=max(self.ranking.candidates, self.ranking.fetch_size(top_k)),
+            boost=self.ranking.boost(self._clock()),
             explain=explain,
         )
-        hits = _ordered(hits)
+        hits = order_hits(hits)
         vectors = await self._avectors(hits)
-        results = self._finish(hits, vectors, top_k, explain)
+        results = self.ranking.finish(hits, vectors, top_k, explain=explain)
         if touch and results:
             for hit, fields in self._touches(results):
                 await self.store.aset_fields(self.scope, [hit.record.id], fields)
         return results
 
     def _needs_vectors(self, hits: Sequence[ScoredRecord]) -> bool:
-        cfg = self.ranking
-        return bool(hits) and (cfg.duplicate_threshold is not None or cfg.mmr_lambda is not None)
+        return bool(hits) and self.ranking.diversifies
 
     def _vectors(self, hits: Sequence[ScoredRecord]) -> list[list[float]]:
         if not self._needs_vectors(hits):
@@ -432,7 +355,7 @@ class LongTermMemory:
             MemoryNotFoundError: No such memory in this scope.
             InvalidValueError: ``memory_id`` is not a UUID.
         """
-        found = self.store.get(self.scope, [_uuid(memory_id)])
+        found = self.store.get(self.scope, [memory_id_of(memory_id)])
         if not found:
             msg = f"no memory {memory_id!r} for user {self.scope.user_id!r}"
             raise MemoryNotFoundError(msg)
@@ -440,7 +363,7 @@ class LongTermMemory:
 
     async def aget_memory(self, memory_id: str) -> MemoryRecord:
         """Async twin of :meth:`get_memory`."""
-        found = await self.store.aget(self.scope, [_uuid(memory_id)])
+        found = await self.store.aget(self.scope, [memory_id_of(memory_id)])
         if not found:
             msg = f"no memory {memory_id!r} for user {self.scope.user_id!r}"
             raise MemoryNotFoundError(msg)
@@ -451,7 +374,7 @@ class LongTermMemory:
     def update_memory_importance(self, memory_id: str, new_importance: float) -> MemoryRecord:
         """Set a memory's importance; returns the updated record."""
         record = self.get_memory(memory_id)
-        updated = _with(record, importance=new_importance)
+        updated = with_changes(record, importance=new_importance)
         self.store.set_fields(self.scope, [record.id], {"importance": updated.importance})
         return updated
 
@@ -460,17 +383,17 @@ class LongTermMemory:
     ) -> MemoryRecord:
         """Async twin of :meth:`update_memory_importance`."""
         record = await self.aget_memory(memory_id)
-        updated = _with(record, importance=new_importance)
+        updated = with_changes(record, importance=new_importance)
         await self.store.aset_fields(self.scope, [record.id], {"importance": updated.importance})
         return updated
 
     def delete_memory(self, memory_id: str) -> bool:
         """Delete one memory; returns whether it existed in this scope."""
-        return self.store.delete(self.scope, [_uuid(memory_id)]) > 0
+        return self.store.delete(self.scope, [memory_id_of(memory_id)]) > 0
 
     async def adelete_memory(self, memory_id: str) -> bool:
         """Async twin of :meth:`delete_memory`."""
-        return await self.store.adelete(self.scope, [_uuid(memory_id)]) > 0
+        return await self.store.adelete(self.scope, [memory_id_of(memory_id)]) > 0
 
     def forget_old_memories(self, days_threshold: float = 90, min_importance: float = 0.3) -> int:
         """Delete unpinned memories unused for ``days_threshold`` days and less important
@@ -521,31 +444,3 @@ class LongTermMemory:
             records.extend(page)
             if offset is None:
                 return records
-
-
-def _ordered(hits: list[ScoredRecord]) -> list[ScoredRecord]:
-    # Equal scores come back in an engine-dependent order: break ties by id.
-    return sorted(hits, key=lambda h: (-h.score, h.record.id))
-
-
-def _uuid(memory_id: str) -> str:
-    try:
-        return RecordFilter(ids=(memory_id,)).ids[0]
-    except ValidationError:
-        msg = f"memory id must be a UUID, got {memory_id!r}"
-        raise InvalidValueError(msg) from None
-
-
-def _with(record: MemoryRecord, **changes: Any) -> MemoryRecord:
-    try:
-        return record.replace(**changes)
-    except ValidationError as exc:
-        raise InvalidValueError(describe(exc, "memory")) from None
-
-
-def _check_json(metadata: Mapping[str, Any]) -> None:
-    try:
-        json.dumps(metadata, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        msg = f"metadata must be JSON-serializable without NaN/Infinity: {exc}"
-        raise InvalidValueError(msg) from None

@@ -5,14 +5,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Literal
 
 import numpy as np
 
 from agentmem.errors import ConfigurationError
-from agentmem.long_term.store import ScoredRecord
+from agentmem.long_term.store import Boost, ScoredRecord
 
-__all__ = ["RankingConfig", "SearchMode", "diversify"]
+__all__ = ["RankingConfig", "SearchMode", "diversify", "order_hits"]
 
 SearchMode = Literal["hybrid", "dense", "bm25"]
 
@@ -74,6 +75,55 @@ class RankingConfig:
         if self.mmr_lambda is not None and not 0 <= self.mmr_lambda <= 1:
             msg = f"mmr_lambda must be in [0, 1], got {self.mmr_lambda!r}"
             raise ConfigurationError(msg)
+
+    @property
+    def diversifies(self) -> bool:
+        """Whether results go through near-duplicate removal or MMR (which need vectors)."""
+        return self.duplicate_threshold is not None or self.mmr_lambda is not None
+
+    def boost(self, now: datetime) -> Boost:
+        """The store-side boosts of this config at ``now``."""
+        return Boost(
+            importance_weight=self.importance_weight,
+            recency_weight=self.recency_weight,
+            half_life_days=self.half_life_days,
+            now=now,
+        )
+
+    def fetch_size(self, top_k: int) -> int:
+        """How many hits to fetch for ``top_k`` results: a few spare ones refill the list
+        when near-duplicates are dropped."""
+        return min(1000, top_k + max(5, top_k // 2)) if self.diversifies else top_k
+
+    def finish(
+        self,
+        hits: list[ScoredRecord],
+        vectors: Sequence[Sequence[float]],
+        top_k: int,
+        *,
+        explain: bool,
+    ) -> list[ScoredRecord]:
+        """The final ``top_k`` of ``hits`` (ordered, with their ``vectors`` when the config
+        diversifies); with ``explain``, each hit's ``redundancy`` is added to its parts."""
+        if not self.diversifies:
+            return hits[:top_k]
+        chosen = diversify(
+            hits,
+            vectors,
+            top_k,
+            duplicate_threshold=self.duplicate_threshold,
+            mmr_lambda=self.mmr_lambda,
+        )
+        if not explain:
+            return [hit for hit, _ in chosen]
+        return [
+            hit._replace(components={**hit.components, "redundancy": red}) for hit, red in chosen
+        ]
+
+
+def order_hits(hits: Sequence[ScoredRecord]) -> list[ScoredRecord]:
+    """Best first; equal scores come back in an engine-dependent order, so ties go by id."""
+    return sorted(hits, key=lambda h: (-h.score, h.record.id))
 
 
 def diversify(

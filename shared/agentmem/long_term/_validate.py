@@ -1,0 +1,120 @@
+"""Input checks of the long-term API (private): records, queries and ids.
+
+Each check raises :class:`~agentmem.errors.InvalidValueError` (or ``ConfigurationError`` for
+a bad search mode) before anything is embedded or written.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from agentmem._pydantic import describe
+from agentmem.errors import ConfigurationError, InvalidValueError
+from agentmem.long_term.ranking import SearchMode
+from agentmem.long_term.records import MEMORY_TYPES, MemoryRecord, RecordFilter, Scope
+
+__all__ = ["MAX_CONTENT_CHARS", "build_record", "memory_id_of", "query_filter", "with_changes"]
+
+MAX_CONTENT_CHARS = 32_000
+
+
+def _check_type(memory_type: object) -> None:
+    if memory_type not in MEMORY_TYPES:
+        msg = f"unknown memory_type {memory_type!r}; expected one of {', '.join(MEMORY_TYPES)}"
+        raise InvalidValueError(msg)
+
+
+def build_record(
+    scope: Scope,
+    content: object,
+    memory_type: str,
+    metadata: Mapping[str, Any] | None,
+    importance: object,
+    fields: Mapping[str, Any],
+) -> MemoryRecord:
+    """A validated record in ``scope`` (see ``LongTermMemory.new_record``)."""
+    if not isinstance(content, str) or not content.strip():
+        msg = "memory content must be a non-empty string"
+        raise InvalidValueError(msg)
+    if len(content) > MAX_CONTENT_CHARS:
+        msg = (
+            f"memory content is {len(content)} characters, over the {MAX_CONTENT_CHARS} "
+            "limit; split it into several memories"
+        )
+        raise InvalidValueError(msg)
+    _check_type(memory_type)
+    if isinstance(importance, bool) or not isinstance(importance, (int, float)):
+        msg = f"importance must be a number in [0, 1], got {importance!r}"
+        raise InvalidValueError(msg)
+    try:
+        json.dumps(metadata or {}, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        msg = f"metadata must be JSON-serializable without NaN/Infinity: {exc}"
+        raise InvalidValueError(msg) from None
+    try:
+        return MemoryRecord(
+            content=content,
+            memory_type=memory_type,  # type: ignore[arg-type]
+            scope=scope,
+            importance=importance,
+            metadata=dict(metadata or {}),
+            **fields,
+        )
+    except ValidationError as exc:
+        raise InvalidValueError(describe(exc, "memory")) from None
+
+
+def query_filter(
+    query: object,
+    top_k: object,
+    memory_type: str | None,
+    min_importance: float,
+    mode: SearchMode,
+    filter: RecordFilter | None,
+    include_history: bool,
+) -> tuple[SearchMode, RecordFilter]:
+    """Check a search's arguments and merge them into one :class:`RecordFilter`."""
+    if not isinstance(query, str) or not query.strip():
+        msg = "query must be a non-empty string"
+        raise InvalidValueError(msg)
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= 1000:
+        msg = f"top_k must be an integer in [1, 1000], got {top_k!r}"
+        raise InvalidValueError(msg)
+    if memory_type is not None:
+        _check_type(memory_type)
+    if mode not in ("hybrid", "dense", "bm25"):
+        msg = f"mode must be 'hybrid', 'dense' or 'bm25', got {mode!r}"
+        raise ConfigurationError(msg)
+    updates: dict[str, Any] = {}
+    if memory_type is not None:
+        updates["memory_types"] = (memory_type,)
+    if min_importance:
+        updates["min_importance"] = min_importance
+    if include_history:
+        updates["include_history"] = True
+    try:
+        merged = (filter or RecordFilter()).model_copy(update=updates)
+        return mode, RecordFilter.model_validate(merged.model_dump())
+    except ValidationError as exc:
+        raise InvalidValueError(describe(exc, "memory")) from None
+
+
+def memory_id_of(memory_id: object) -> str:
+    """``memory_id`` as a canonical UUID string."""
+    try:
+        return RecordFilter(ids=(memory_id,)).ids[0]  # type: ignore[arg-type]
+    except ValidationError:
+        msg = f"memory id must be a UUID, got {memory_id!r}"
+        raise InvalidValueError(msg) from None
+
+
+def with_changes(record: MemoryRecord, **changes: Any) -> MemoryRecord:
+    """A validated copy of ``record`` with ``changes``."""
+    try:
+        return record.replace(**changes)
+    except ValidationError as exc:
+        raise InvalidValueError(describe(exc, "memory")) from None
