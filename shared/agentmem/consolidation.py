@@ -15,8 +15,9 @@ is persisted in the session store. A batch is processed as
 
 1. extract (LLM or rounds) and save the extraction as *pending* with the batch's last id;
 2. write each memory through the :class:`~agentmem.conflicts.ConflictResolver`, with an id
-   derived deterministically from the session, the batch and the item (UUIDv5), skipping
-   ids already stored;
+   derived deterministically from the owner, the session, the batch and the item (UUIDv5),
+   skipping ids already stored and items already decided (recorded after each one, so a
+   reinforcement is not applied twice either);
 3. advance the watermark and drop the pending extraction.
 
 A crash anywhere re-runs from the pending extraction with the same ids, so nothing is
@@ -303,12 +304,17 @@ class MemoryConsolidator:
         stored = self.memory.store.get(self.memory.scope, [r.id for r in records])
         for ended in self.resolver.unfinished_supersedes(self.memory, stored):
             self.resolver.finish_supersede(self.memory, ended)
-        existing = {r.id for r in stored}
+        done = {r.id for r in stored} | set(pending.get("done", ()))
         for record in records:
-            if record.id in existing:
+            if record.id in done:
                 report.skipped += 1
                 continue
             report.decisions.append(self.resolver.write(self.memory, record))
+            # Reinforcements write no record of their own: remember each decided item so a
+            # replay after a crash never applies it twice.
+            done.add(record.id)
+            progress = self._state(report.watermark, {**pending, "done": sorted(done)})
+            self.store.set_state(session_id, self.state_key, progress)
         report.watermark = pending["through"]
         self.store.set_state(session_id, self.state_key, self._state(report.watermark, None))
 
@@ -351,12 +357,15 @@ class MemoryConsolidator:
         found = await self.memory.store.aget(self.memory.scope, [r.id for r in records])
         for ended in await self.resolver.aunfinished_supersedes(self.memory, found):
             await self.resolver.afinish_supersede(self.memory, ended)
-        existing = {r.id for r in found}
+        done = {r.id for r in found} | set(pending.get("done", ()))
         for record in records:
-            if record.id in existing:
+            if record.id in done:
                 report.skipped += 1
                 continue
             report.decisions.append(await self.resolver.awrite(self.memory, record))
+            done.add(record.id)
+            progress = self._state(report.watermark, {**pending, "done": sorted(done)})
+            await self.store.aset_state(session_id, self.state_key, progress)
         report.watermark = pending["through"]
         await self.store.aset_state(session_id, self.state_key, self._state(report.watermark, None))
 

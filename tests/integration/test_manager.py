@@ -395,3 +395,35 @@ async def test_abuild_context_reads_no_session_state_synchronously(home: Home) -
     assert ctx.token_count <= 300
     assert calls == []
     await mem.aclose()
+
+
+def test_a_replay_after_a_crash_does_not_reinforce_twice(home: Home) -> None:
+    tea = "Alice likes green tea"
+    llm = ScriptedChatModel(
+        [extraction((tea, "preference", 0.5), ("Alice owns a red bike", "fact", 0.5))]
+    )
+    with home.manager("s1", llm, consolidate_every_tokens=None) as mem:
+        mem.short_term.auto_summarize = False
+        mem.remember(tea, importance=0.5)
+        mem.process_interaction("I like green tea and I have a red bike.", "Nice.")
+        resolver = mem.consolidator.resolver
+        original = resolver.write
+        calls = 0
+
+        def crash_on_second(memory: LongTermMemory, record: object) -> object:
+            nonlocal calls
+            calls += 1
+            if calls == 2:
+                raise RuntimeError("simulated crash")
+            return original(memory, record)  # type: ignore[arg-type]
+
+        resolver.write = crash_on_second  # type: ignore[method-assign]
+        with pytest.raises(RuntimeError, match="simulated crash"):
+            mem.consolidate()
+        resolver.write = original  # type: ignore[method-assign]
+        report = mem.consolidate()
+        assert report.skipped == 1
+        assert [d.action for d in report.decisions] == ["add"]
+        [hit] = mem.recall("green tea", top_k=1, touch=False)
+        assert hit.record.content == tea
+        assert hit.record.access_count == 1  # reinforced once, not twice
