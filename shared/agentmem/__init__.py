@@ -39,6 +39,8 @@ from agentmem.llm import ChatModel, StructuredChatModel, acomplete_json, complet
 from agentmem.long_term import EpisodicMemory, LongTermMemory, MemoryRecord, SemanticMemory
 from agentmem.manager import MemoryManager
 from agentmem.retrieval import MemoryRetriever
+from agentmem.scheduler import ConsolidationQueue
+from agentmem.service import MemoryService
 from agentmem.short_term import (
     ConversationBufferMemory,
     ShortTermMemory,
@@ -60,6 +62,7 @@ __all__ = [
     "ConfigurationError",
     "ConflictDecision",
     "ConflictResolver",
+    "ConsolidationQueue",
     "ConsolidationReport",
     "ConversationBufferMemory",
     "Embedder",
@@ -82,6 +85,7 @@ __all__ = [
     "MemoryManager",
     "MemoryRecord",
     "MemoryRetriever",
+    "MemoryService",
     "Message",
     "OpenAIEmbedder",
     "ScratchpadEntry",

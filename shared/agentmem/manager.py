@@ -5,6 +5,11 @@ consolidates what matters into long-term memory (by token threshold, on demand, 
 background worker), resolves conflicts, forgets by policy, and packs the best context that
 fits a token budget.
 
+Managers are cheap handles over shared stores: :meth:`MemoryManager.open` can be called for
+any number of users and sessions in one process on the same home (the stores are shared and
+reference-counted), and :meth:`agentmem.MemoryService.manager` hands out handles that also
+share the embedder, the LLM and one consolidation worker pool.
+
 Example:
     >>> from agentmem import MemoryManager
     >>> mem = MemoryManager.open(user_id="alice", home=tmp_home)  # doctest: +SKIP
@@ -17,8 +22,8 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
-import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
@@ -30,11 +35,13 @@ from agentmem.conflicts import ConflictDecision
 from agentmem.consolidation import ConsolidationReport, MemoryConsolidator
 from agentmem.context import BuiltContext, pack_context
 from agentmem.embeddings import Embedder
+from agentmem.errors import ConfigurationError
 from agentmem.forgetting import ForgettingPolicy, ForgettingReport
 from agentmem.llm import ChatModel
 from agentmem.long_term.memory import LongTermMemory
 from agentmem.long_term.store import ScoredRecord
 from agentmem.retrieval import MemoryRetriever, Strategy
+from agentmem.scheduler import ConsolidationQueue, session_lock
 from agentmem.short_term.summary import SummaryBufferMemory
 from agentmem.stores.base import SessionStore
 from agentmem.tokens import TokenCounter
@@ -64,6 +71,9 @@ class MemoryManager:
         background: Run threshold-triggered consolidation in a background worker, so
             :meth:`process_interaction` never waits for it.
         system_prompt: Default system prompt of :meth:`build_context`.
+        scheduler: The consolidation queue background runs go to (a service's, shared by
+            its users). Without one, a private single-worker queue is made when needed and
+            closed by :meth:`close`.
     """
 
     def __init__(
@@ -77,6 +87,7 @@ class MemoryManager:
         consolidate_every_tokens: int | None = 2000,
         background: bool = False,
         system_prompt: str | None = None,
+        scheduler: ConsolidationQueue | None = None,
     ) -> None:
         self.short_term = short_term
         self.working = working
@@ -87,13 +98,13 @@ class MemoryManager:
         self.consolidate_every_tokens = consolidate_every_tokens
         self.background = background
         self.system_prompt = system_prompt
-        self._lock = threading.Lock()
-        self._consolidating = threading.Lock()
-        # asyncio locks bind to the running loop on first use (Python >= 3.10).
-        self._alock = asyncio.Lock()
-        self._aconsolidating = asyncio.Lock()
-        self._worker: threading.Thread | None = None
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._scheduler = scheduler
+        self._owns_scheduler = False
+        # Every handle on one session shares these locks, wherever it was opened.
+        key = (short_term.store, short_term.session_id)
+        self._lock = session_lock(("pending", *key))
+        self._consolidating = session_lock(("consolidate", *key))
+        self._futures: set[concurrent.futures.Future[Any]] = set()
         self._owned: list[Callable[[], None]] = []
 
     @property
@@ -132,32 +143,43 @@ class MemoryManager:
         embedder, and ``llm`` if given (without one: no summaries, rounds as episodes).
 
         ``session_id`` defaults to a new id; pass an earlier one to resume a conversation.
-        """
-        from agentmem.home import default_home
-        from agentmem.stores.sqlite import SQLiteSessionStore
 
-        root = Path(home) if home is not None else default_home()
-        root.mkdir(parents=True, exist_ok=True)
-        sessions = SQLiteSessionStore(root / "sessions.db")
+        Any number of managers (users, sessions) can be open at once in one process on the
+        same home: they share its stores, which close with the last manager. With
+        ``AGENTMEM_QDRANT_URL`` / ``AGENTMEM_REDIS_URL`` set, the stores are the Qdrant
+        server and Redis instead (see :mod:`agentmem.backends`). A server that holds many
+        users is better served by one :class:`~agentmem.MemoryService`.
+        """
+        from agentmem.backends import BackendConfig, acquire_session_store
+
+        config = BackendConfig.resolve(home)
+        if config.redis_url is None:
+            config.home.mkdir(parents=True, exist_ok=True)
+        sessions = acquire_session_store(config)
         try:
-            long_term = LongTermMemory.open(user_id=user_id, home=root, embedder=embedder)
+            long_term = LongTermMemory.open(user_id=user_id, home=config.home, embedder=embedder)
         except BaseException:
-            sessions.close()
+            sessions.release()
             raise
-        manager = cls.from_parts(
-            user_id=user_id,
-            session_id=session_id,
-            sessions=sessions,
-            long_term=long_term,
-            llm=llm,
-            model=model,
-            max_short_term_tokens=max_short_term_tokens,
-            consolidate_every_tokens=consolidate_every_tokens,
-            background=background,
-            clock=clock,
-            system_prompt=system_prompt,
-        )
-        manager._owned = [long_term.close, sessions.close]
+        try:
+            manager = cls.from_parts(
+                user_id=user_id,
+                session_id=session_id,
+                sessions=sessions.value,
+                long_term=long_term,
+                llm=llm,
+                model=model,
+                max_short_term_tokens=max_short_term_tokens,
+                consolidate_every_tokens=consolidate_every_tokens,
+                background=background,
+                clock=clock,
+                system_prompt=system_prompt,
+            )
+        except BaseException:
+            long_term.close()
+            sessions.release()
+            raise
+        manager._owned = [long_term.close, sessions.release]
         return manager
 
     @classmethod
@@ -175,10 +197,22 @@ class MemoryManager:
         background: bool = False,
         clock: Callable[[], datetime] | None = None,
         system_prompt: str | None = None,
+        token_counter: TokenCounter | None = None,
+        scheduler: ConsolidationQueue | None = None,
     ) -> MemoryManager:
-        """A manager over a given session store and long-term memory."""
+        """A manager over a given session store and long-term memory.
+
+        A session may be shared by several users (a group chat): each user's consolidation
+        keeps its own watermark and writes only that user's memories.
+        """
+        if user_id != long_term.scope.user_id:
+            msg = (
+                f"user_id {user_id!r} differs from the long-term memory's user "
+                f"{long_term.scope.user_id!r}; pass the memory of that user"
+            )
+            raise ConfigurationError(msg)
         session_id = session_id or f"{user_id}-{uuid.uuid4().hex[:12]}"
-        counter = TokenCounter(model)
+        counter = token_counter if token_counter is not None else TokenCounter(model)
         short_term = SummaryBufferMemory(
             llm,
             max_tokens=max_short_term_tokens,
@@ -199,6 +233,7 @@ class MemoryManager:
             consolidate_every_tokens=consolidate_every_tokens,
             background=background,
             system_prompt=system_prompt,
+            scheduler=scheduler,
         )
 
     # -- the conversation ------------------------------------------------------------------
@@ -253,18 +288,14 @@ class MemoryManager:
         if turns:
             await self.working.aadvance_turn(turns)
         store = self.short_term.store
-        async with self._alock:
+        async with _holding(self._lock):
             previous = await store.aget_state(self.session_id, UNCONSOLIDATED_KEY)
             state = self._pending_after(previous, batch)
             await store.aset_state(self.session_id, UNCONSOLIDATED_KEY, state)
         if not batch or not self._due(state):
             return None
         if self.background:
-            if any(not t.done() for t in self._tasks):
-                return None  # one run at a time; the next threshold crossing catches up
-            task = asyncio.create_task(self.aconsolidate())
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            self._consolidate_in_background()
             return None
         return await self.aconsolidate()
 
@@ -292,31 +323,29 @@ class MemoryManager:
         )
 
     def _consolidate_in_background(self) -> None:
+        """Hand the session to the consolidation queue (sync and async callers alike: the
+        run happens in a worker thread, so both modes behave the same)."""
         with self._lock:
-            if self._worker is not None and self._worker.is_alive():
-                return  # one run at a time; the next threshold crossing catches up
-            self._worker = threading.Thread(
-                target=self._background_run, name=f"agentmem-consolidate-{self.session_id}"
-            )
-            self._worker.daemon = True
-            self._worker.start()
-
-    def _background_run(self) -> None:
-        try:
-            self.consolidate()
-        except Exception:
-            logger.exception("background consolidation of session %r failed", self.session_id)
+            if self._scheduler is None:
+                self._scheduler = ConsolidationQueue(workers=1)
+                self._owns_scheduler = True
+        key = (id(self.short_term.store), self.user_id, self.session_id)
+        future = self._scheduler.submit(key, self.consolidate)
+        if future is not None and future not in self._futures:
+            self._futures.add(future)
+            future.add_done_callback(self._futures.discard)
 
     def wait_for_background(self, timeout: float | None = None) -> None:
-        """Wait until a running background consolidation (thread) finishes."""
-        worker = self._worker
-        if worker is not None:
-            worker.join(timeout)
+        """Wait until this handle's queued and running background consolidations finish."""
+        futures = list(self._futures)
+        if futures:
+            concurrent.futures.wait(futures, timeout)
 
     async def await_background(self) -> None:
-        """Wait until running background consolidations (asyncio tasks) finish."""
-        if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+        """Async twin of :meth:`wait_for_background` (does not block the loop)."""
+        futures = [asyncio.wrap_future(f) for f in list(self._futures)]
+        if futures:
+            await asyncio.gather(*futures, return_exceptions=True)
 
     # -- consolidation, remembering, forgetting ------------------------------------------
 
@@ -334,11 +363,11 @@ class MemoryManager:
 
     async def aconsolidate(self) -> ConsolidationReport:
         """Async twin of :meth:`consolidate`."""
-        async with self._aconsolidating:
+        async with _holding(self._consolidating):
             log = await self.short_term.aget_log()
             report = await self.consolidator.aconsolidate_session(log, session_id=self.session_id)
             if report.error is None:
-                async with self._alock:
+                async with _holding(self._lock):
                     await self.short_term.store.aset_state(
                         self.session_id, UNCONSOLIDATED_KEY, {"pending_tokens": 0}
                     )
@@ -475,11 +504,16 @@ class MemoryManager:
     # -- lifecycle -------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Wait for background work, then close what :meth:`open` opened."""
+        """Wait for this handle's background work, then release what :meth:`open` opened
+        (shared stores close with their last user). A handle from a
+        :class:`~agentmem.MemoryService` owns nothing: closing it only waits."""
         self.wait_for_background()
-        for close in self._owned:
+        if self._owns_scheduler and self._scheduler is not None:
+            self._scheduler.close()
+            self._scheduler, self._owns_scheduler = None, False
+        owned, self._owned = self._owned, []
+        for close in owned:
             close()
-        self._owned = []
 
     async def aclose(self) -> None:
         """Async twin of :meth:`close` (the blocking part runs in a worker thread)."""
@@ -491,3 +525,19 @@ class MemoryManager:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class _holding:
+    """``async with _holding(lock)``: take a thread lock without blocking the event loop."""
+
+    def __init__(self, lock: Any) -> None:
+        self._lock = lock
+
+    async def __aenter__(self) -> None:
+        # Polling, not acquiring in a worker thread: a cancelled task must never leave the
+        # lock taken behind it.
+        while not self._lock.acquire(blocking=False):  # noqa: ASYNC110
+            await asyncio.sleep(0.002)
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._lock.release()

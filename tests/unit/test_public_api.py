@@ -28,6 +28,8 @@ REQUIRED = {
         "MemoryRetriever",
         "ConflictResolver",
         "ForgettingPolicy",
+        # one service per process
+        "MemoryService",
     ],
 }
 

@@ -306,10 +306,16 @@ class SentenceTransformerEmbedder:
                 raise InvalidValueError(msg)
 
 
+_DEFAULTS: dict[tuple[str, int], CachedEmbedder] = {}
+_DEFAULTS_LOCK = threading.Lock()
+
+
 def default_embedder(*, device: str = "cpu", max_entries: int = 100_000) -> CachedEmbedder:
     """The embedder agentmem uses when none is given: cached local all-MiniLM-L6-v2.
 
-    Offline, verified weights, 384 dimensions; loads on first use.
+    Offline, verified weights, 384 dimensions; loads on first use, once per process: every
+    call with the same arguments returns the same (thread-safe) embedder, so any number of
+    managers and services share one copy of the model and of the cache.
 
     Example:
         >>> from agentmem.embeddings import default_embedder
@@ -317,4 +323,12 @@ def default_embedder(*, device: str = "cpu", max_entries: int = 100_000) -> Cach
         >>> emb.model_name
         'sentence-transformers/all-MiniLM-L6-v2'
     """
-    return CachedEmbedder(SentenceTransformerEmbedder(device=device), max_entries=max_entries)
+    key = (device, max_entries)
+    with _DEFAULTS_LOCK:
+        embedder = _DEFAULTS.get(key)
+        if embedder is None:
+            embedder = CachedEmbedder(
+                SentenceTransformerEmbedder(device=device), max_entries=max_entries
+            )
+            _DEFAULTS[key] = embedder
+        return embedder

@@ -62,6 +62,9 @@ class LongTermMemory:
         sparse: BM25 encoder (default :class:`~agentmem.sparse.Bm25Encoder`).
         ranking: How search ranks results.
         clock: Zero-argument callable returning an aware ``datetime`` (default: UTC now).
+        on_close: What :meth:`close` does with the store. Default: close it. A store shared
+            by several memories (a :class:`~agentmem.MemoryService`'s, or a home's opened by
+            :meth:`open`) passes the release of its share instead.
 
     Example:
         >>> from agentmem.long_term import LongTermMemory
@@ -82,6 +85,7 @@ class LongTermMemory:
         sparse: SparseEncoder | None = None,
         ranking: RankingConfig | None = None,
         clock: Callable[[], datetime] | None = None,
+        on_close: Callable[[], None] | None = None,
     ) -> None:
         try:
             self.scope = Scope(user_id=user_id, agent_id=agent_id, session_id=session_id)
@@ -99,6 +103,7 @@ class LongTermMemory:
         self.sparse: SparseEncoder = sparse if sparse is not None else Bm25Encoder()
         self.ranking = ranking if ranking is not None else RankingConfig()
         self._clock = clock if clock is not None else utcnow
+        self._on_close: Callable[[], None] | None = on_close if on_close else store.close
 
     @classmethod
     def open(
@@ -112,26 +117,36 @@ class LongTermMemory:
         ranking: RankingConfig | None = None,
     ) -> LongTermMemory:
         """Long-term memory on the embedded defaults: Qdrant Edge under ``home`` and the
-        local all-MiniLM-L6-v2 embedder (cached). ``home`` defaults to ``AGENTMEM_HOME``."""
+        local all-MiniLM-L6-v2 embedder (loaded once per process). ``home`` defaults to
+        ``AGENTMEM_HOME``; with ``AGENTMEM_QDRANT_URL`` set, the Qdrant server instead.
+
+        Any number of memories (users) can be open at once in one process on one home:
+        they share its store, which closes with the last of them.
+        """
+        from agentmem.backends import BackendConfig, acquire_memory_store
         from agentmem.embeddings import default_embedder
-        from agentmem.home import default_home
-        from agentmem.long_term.qdrant_edge import QdrantEdgeStore
 
         embedder = embedder if embedder is not None else default_embedder()
-        root = Path(home) if home is not None else default_home()
-        store = QdrantEdgeStore(root / "long_term", dimension=embedder.dimension)
-        return cls(
-            store=store,
-            embedder=embedder,
-            user_id=user_id,
-            agent_id=agent_id,
-            session_id=session_id,
-            ranking=ranking,
-        )
+        lease = acquire_memory_store(BackendConfig.resolve(home), dimension=embedder.dimension)
+        try:
+            return cls(
+                store=lease.value,
+                embedder=embedder,
+                user_id=user_id,
+                agent_id=agent_id,
+                session_id=session_id,
+                ranking=ranking,
+                on_close=lease.release,
+            )
+        except BaseException:
+            lease.release()
+            raise
 
     def close(self) -> None:
-        """Close the store."""
-        self.store.close()
+        """Close the store, or release this memory's share of a shared one (idempotent)."""
+        on_close, self._on_close = self._on_close, None
+        if on_close is not None:
+            on_close()
 
     # -- writing ---------------------------------------------------------------------------
 

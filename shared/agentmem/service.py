@@ -1,0 +1,334 @@
+"""``MemoryService``: one object per process that serves memory to every user and session.
+
+It owns what is expensive or must be unique — the session store, the long-term store, the
+embedder (loaded once), the LLM and one consolidation queue with its workers — and hands out
+cheap per-user, per-session :class:`~agentmem.MemoryManager` handles over them. Framework
+adapters take the service and resolve the user and the session per call.
+
+On the embedded defaults (no setting) the stores are SQLite and Qdrant Edge under ``home``,
+one process per home. With ``qdrant_url`` / ``redis_url`` (or ``AGENTMEM_QDRANT_URL`` /
+``AGENTMEM_REDIS_URL`` in the environment) the same code runs on a Qdrant server and Redis,
+which any number of processes and machines can share.
+
+Example:
+    >>> from agentmem import MemoryService
+    >>> service = MemoryService.open(home)  # doctest: +SKIP
+    >>> alice = service.manager("alice", "alice-chat-1")  # doctest: +SKIP
+    >>> _ = alice.remember("Alice indents with tabs")  # doctest: +SKIP
+    >>> [hit.record.content for hit in alice.recall("indentation")]  # doctest: +SKIP
+    ['Alice indents with tabs']
+    >>> service.manager("bob", "bob-chat-1").recall("indentation")  # doctest: +SKIP
+    []
+    >>> service.close()  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from types import TracebackType
+
+from agentmem._async import run_in_executor
+from agentmem.backends import BackendConfig, acquire_memory_store, acquire_session_store
+from agentmem.embeddings import Embedder
+from agentmem.errors import DimensionMismatchError, StoreClosedError
+from agentmem.llm import ChatModel
+from agentmem.long_term.memory import LongTermMemory
+from agentmem.long_term.ranking import RankingConfig
+from agentmem.long_term.store import MemoryStore
+from agentmem.manager import MemoryManager
+from agentmem.scheduler import ConsolidationQueue
+from agentmem.stores.base import SessionStore
+from agentmem.tokens import TokenCounter
+
+__all__ = ["MemoryService"]
+
+
+def _nothing() -> None:
+    """A shared store is closed by the service, not by a handle."""
+
+
+class MemoryService:
+    """The process-level memory of an agent server (see the module docstring).
+
+    Thread-safe and asyncio-safe: handles may be taken and used from any thread or task.
+
+    Args:
+        sessions: The session store (conversations, summaries, working memory).
+        memory_store: The long-term store; its dimension must be the embedder's.
+        embedder: Dense embedder shared by every user.
+        llm: Chat model for summaries and memory extraction (``None``: windows and episodes).
+        model: Target model whose tokenizer and chat format are counted.
+        max_short_term_tokens: Budget of each session's short-term view.
+        consolidate_every_tokens: Consolidate a session once this many tokens accumulated
+            (``None``: only on demand).
+        background: Consolidate in the service's worker pool instead of in the caller.
+        workers: Consolidation worker threads.
+        max_pending: Sessions that may wait for consolidation at once (see
+            :mod:`agentmem.scheduler` for what happens beyond).
+        max_handles: Session handles kept warm (their token counts cached); older ones are
+            rebuilt on next use.
+        clock: Zero-argument callable returning an aware ``datetime`` (default: UTC now).
+        system_prompt: Default system prompt of ``build_context``.
+        ranking: How long-term search ranks results.
+        on_close: Called by :meth:`close` after the worker pool stopped (releases stores).
+    """
+
+    def __init__(
+        self,
+        *,
+        sessions: SessionStore,
+        memory_store: MemoryStore,
+        embedder: Embedder,
+        llm: ChatModel | None = None,
+        model: str = "gpt-4o",
+        max_short_term_tokens: int = 2000,
+        consolidate_every_tokens: int | None = 2000,
+        background: bool = True,
+        workers: int = 1,
+        max_pending: int = 1024,
+        max_handles: int = 1024,
+        clock: Callable[[], datetime] | None = None,
+        system_prompt: str | None = None,
+        ranking: RankingConfig | None = None,
+        on_close: Sequence[Callable[[], None]] = (),
+    ) -> None:
+        if embedder.dimension != memory_store.dimension:
+            msg = (
+                f"the embedder makes {embedder.dimension}-dimensional vectors but the store "
+                f"holds {memory_store.dimension}-dimensional ones; use the embedder the store "
+                "was created with, or another home / collection"
+            )
+            raise DimensionMismatchError(msg)
+        self.sessions = sessions
+        self.memory_store = memory_store
+        self.embedder = embedder
+        self.llm = llm
+        self.model = model
+        self.token_counter = TokenCounter(model)
+        self.max_short_term_tokens = max_short_term_tokens
+        self.consolidate_every_tokens = consolidate_every_tokens
+        self.background = background
+        self.clock = clock
+        self.system_prompt = system_prompt
+        self.ranking = ranking
+        self.consolidation = ConsolidationQueue(workers=workers, max_pending=max_pending)
+        self._max_handles = max_handles
+        self._handles: OrderedDict[tuple[str, str, str | None], MemoryManager] = OrderedDict()
+        self._lock = threading.Lock()
+        self._closed = False
+        self._on_close = list(on_close)
+
+    @classmethod
+    def open(
+        cls,
+        home: str | os.PathLike[str] | None = None,
+        *,
+        embedder: Embedder | None = None,
+        llm: ChatModel | None = None,
+        qdrant_url: str | None = None,
+        qdrant_api_key: str | None = None,
+        collection: str = "agentmem_memories",
+        redis_url: str | None = None,
+        model: str = "gpt-4o",
+        max_short_term_tokens: int = 2000,
+        consolidate_every_tokens: int | None = 2000,
+        background: bool = True,
+        workers: int = 1,
+        max_pending: int = 1024,
+        clock: Callable[[], datetime] | None = None,
+        system_prompt: str | None = None,
+        ranking: RankingConfig | None = None,
+    ) -> MemoryService:
+        """Open the stores and the shared parts (see the class for the options).
+
+        Args:
+            home: Directory of the embedded stores (``AGENTMEM_HOME``, else the per-user
+                data directory). Several services and managers in one process may use the
+                same home: they share its stores.
+            embedder: Dense embedder (default: the local all-MiniLM-L6-v2, loaded once).
+            qdrant_url: Qdrant server URL (or ``AGENTMEM_QDRANT_URL``) instead of Qdrant Edge;
+                ``":memory:"`` is qdrant-client's local mode (tests).
+            qdrant_api_key: API key for ``qdrant_url`` (or ``AGENTMEM_QDRANT_API_KEY``).
+            collection: Qdrant collection (server mode).
+            redis_url: Redis URL (or ``AGENTMEM_REDIS_URL``) instead of SQLite.
+
+        Raises:
+            StoreLockedError: Another process holds the embedded stores of ``home``.
+            DimensionMismatchError: The store holds vectors of another size.
+        """
+        from agentmem.embeddings import default_embedder
+
+        config = BackendConfig.resolve(
+            home,
+            qdrant_url=qdrant_url,
+            qdrant_api_key=qdrant_api_key,
+            collection=collection,
+            redis_url=redis_url,
+        )
+        embedder = embedder if embedder is not None else default_embedder()
+        if config.qdrant_url is None or config.redis_url is None:
+            config.home.mkdir(parents=True, exist_ok=True)
+        sessions = acquire_session_store(config)
+        try:
+            memory = acquire_memory_store(config, dimension=embedder.dimension)
+        except BaseException:
+            sessions.release()
+            raise
+        try:
+            return cls(
+                sessions=sessions.value,
+                memory_store=memory.value,
+                embedder=embedder,
+                llm=llm,
+                model=model,
+                max_short_term_tokens=max_short_term_tokens,
+                consolidate_every_tokens=consolidate_every_tokens,
+                background=background,
+                workers=workers,
+                max_pending=max_pending,
+                clock=clock,
+                system_prompt=system_prompt,
+                ranking=ranking,
+                on_close=[memory.release, sessions.release],
+            )
+        except BaseException:
+            memory.release()
+            sessions.release()
+            raise
+
+    # -- handles ---------------------------------------------------------------------------
+
+    def long_term(
+        self, user_id: str, *, agent_id: str | None = None, session_id: str | None = None
+    ) -> LongTermMemory:
+        """The long-term memory of one user on the shared store (closing it closes nothing).
+
+        Raises:
+            InvalidValueError: ``user_id`` is empty or not a valid id.
+        """
+        self._check_open()
+        return LongTermMemory(
+            store=self.memory_store,
+            embedder=self.embedder,
+            user_id=user_id,
+            agent_id=agent_id,
+            session_id=session_id,
+            ranking=self.ranking,
+            clock=self.clock,
+            on_close=_nothing,
+        )
+
+    def manager(
+        self, user_id: str, session_id: str | None = None, *, agent_id: str | None = None
+    ) -> MemoryManager:
+        """A cheap handle on one user's session (a new session when ``session_id`` is None).
+
+        Handles of the same user and session are shared (and kept warm), so taking one per
+        request costs nothing after the first. Closing a handle closes nothing shared.
+
+        Raises:
+            InvalidValueError: ``user_id`` is empty or not a valid id.
+            InvalidSessionIdError: ``session_id`` is not a valid session id, or belongs to
+                another user.
+            StoreClosedError: The service was closed.
+        """
+        if session_id is None:
+            self._check_open()
+            return self._new_handle(user_id, None, agent_id)
+        key = (user_id, session_id, agent_id)
+        with self._lock:
+            self._check_open()
+            handle = self._handles.get(key)
+            if handle is not None:
+                self._handles.move_to_end(key)
+                return handle
+        # Built outside the lock (it reads the session); the first of two racing builders wins.
+        handle = self._new_handle(user_id, session_id, agent_id)
+        with self._lock:
+            handle = self._handles.setdefault(key, handle)
+            while len(self._handles) > self._max_handles:
+                self._handles.popitem(last=False)
+        return handle
+
+    def _new_handle(
+        self, user_id: str, session_id: str | None, agent_id: str | None
+    ) -> MemoryManager:
+        return MemoryManager.from_parts(
+            user_id=user_id,
+            session_id=session_id,
+            sessions=self.sessions,
+            long_term=self.long_term(user_id, agent_id=agent_id),
+            llm=self.llm,
+            model=self.model,
+            max_short_term_tokens=self.max_short_term_tokens,
+            consolidate_every_tokens=self.consolidate_every_tokens,
+            background=self.background,
+            clock=self.clock,
+            system_prompt=self.system_prompt,
+            token_counter=self.token_counter,
+            scheduler=self.consolidation,
+        )
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            msg = "the MemoryService is closed; open a new one"
+            raise StoreClosedError(msg)
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._closed
+
+    def close(self) -> None:
+        """Finish queued and running consolidations, then release the stores (idempotent).
+
+        Stores shared with managers opened elsewhere on the same home stay open for them.
+        """
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._handles.clear()
+        self.consolidation.close(wait=True)
+        on_close, self._on_close = self._on_close, []
+        for release in on_close:
+            release()
+
+    async def aclose(self) -> None:
+        """Async twin of :meth:`close` (waits in a worker thread)."""
+        await run_in_executor(self.close)
+
+    def __enter__(self) -> MemoryService:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    async def __aenter__(self) -> MemoryService:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return (
+            f"MemoryService(sessions={type(self.sessions).__name__}, "
+            f"memories={type(self.memory_store).__name__}, model={self.model!r}, {state})"
+        )
