@@ -7,10 +7,25 @@ fits ``max_tokens`` exactly (tool calls never split from their results). After a
 ends the turn (an answer without tool calls), it records the exchange in the session and
 hands it to consolidation (on the manager's token threshold, or every turn).
 
+One middleware serves many users: given a :class:`~agentmem.MemoryService`, it resolves
+the user from the run's runtime context (``user_id``) and the session from the LangGraph
+``thread_id`` on every call, and keeps no per-request state. Given one
+:class:`~agentmem.MemoryManager`, it serves that user and session (single-user scripts).
+
+What each call sent is logged (``DEBUG``, logger ``langchain_agentmem.middleware``) and
+returned in the final message's ``response_metadata["agentmem"]``: prompt tokens, budget,
+memories recalled, messages kept, user and session.
+
 Example:
+    >>> from dataclasses import dataclass
     >>> from langchain.agents import create_agent  # doctest: +SKIP
-    >>> agent = create_agent(model, tools=create_memory_tools(manager),  # doctest: +SKIP
-    ...     middleware=[AgentMemoryMiddleware(manager, max_tokens=4000)])
+    >>> @dataclass
+    ... class Ctx:
+    ...     user_id: str
+    >>> agent = create_agent(model, tools=create_memory_tools(service),  # doctest: +SKIP
+    ...     middleware=[AgentMemoryMiddleware(service, max_tokens=4000)], context_schema=Ctx)
+    >>> agent.invoke({"messages": [{"role": "user", "content": "hi"}]},  # doctest: +SKIP
+    ...     context=Ctx(user_id="alice"), config={"configurable": {"thread_id": "a-1"}})
 """
 
 from __future__ import annotations
@@ -22,10 +37,13 @@ from typing import Any, Literal
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
+from agentmem._async import run_in_executor
 from agentmem.errors import ConfigurationError
 from agentmem.long_term.store import ScoredRecord
 from agentmem.manager import MemoryManager
+from agentmem.service import MemoryService
 from langchain_agentmem._budget import Fitted, fit_request, tool_schemas
+from langchain_agentmem._resolve import check_source, resolve_manager, thread_id_of
 
 __all__ = ["AgentMemoryMiddleware"]
 
@@ -53,26 +71,30 @@ class AgentMemoryMiddleware(AgentMiddleware):
     """Memory for ``create_agent``: recall, exact budgeting, and consolidation.
 
     Args:
-        manager: The user's and session's :class:`~agentmem.MemoryManager`.
+        memory: A :class:`~agentmem.MemoryService` (the user and session are resolved per
+            call) or one user's and session's :class:`~agentmem.MemoryManager`.
         max_tokens: Hard budget of every model request (system prompt, messages, tools).
         top_k: How many long-term memories to recall per call.
         memory_share: Most of the budget recalled memories may take.
         consolidate: ``"threshold"`` (the manager's ``consolidate_every_tokens``),
             ``"every_turn"`` or ``"never"`` (only record the conversation).
         record_turns: Record each finished exchange in the session log.
+        user_key: Name of the user id in the runtime context (attribute or key).
     """
 
     def __init__(
         self,
-        manager: MemoryManager,
+        memory: MemoryService | MemoryManager,
         *,
         max_tokens: int,
         top_k: int = 5,
         memory_share: float = 0.3,
         consolidate: Consolidate = "threshold",
         record_turns: bool = True,
+        user_key: str = "user_id",
     ) -> None:
         super().__init__()
+        self.memory = check_source(memory, "AgentMemoryMiddleware")
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             msg = f"max_tokens must be a positive integer, got {max_tokens!r}"
             raise ConfigurationError(msg)
@@ -82,36 +104,84 @@ class AgentMemoryMiddleware(AgentMiddleware):
         if consolidate not in ("threshold", "every_turn", "never"):
             msg = f"consolidate must be 'threshold', 'every_turn' or 'never', got {consolidate!r}"
             raise ConfigurationError(msg)
-        self.manager = manager
         self.max_tokens = max_tokens
         self.top_k = top_k
         self.memory_share = memory_share
         self.consolidate = consolidate
         self.record_turns = record_turns
-        self.last_fit: Fitted | None = None
+        self.user_key = user_key
 
     @property
     def name(self) -> str:
         """Middleware name shown in the agent graph."""
         return "AgentMemoryMiddleware"
 
-    def _apply(self, request: ModelRequest[Any], hits: list[ScoredRecord]) -> ModelRequest[Any]:
+    def manager_for(self, request: ModelRequest[Any]) -> MemoryManager:
+        """The memory of the request's user (runtime context) and thread (``thread_id``).
+
+        Raises:
+            ConfigurationError: The runtime context has no user, or the run no thread_id.
+            InvalidSessionIdError: The thread_id is not a valid session id.
+        """
+        runtime = request.runtime
+        info = getattr(runtime, "execution_info", None)
+        thread_id = getattr(info, "thread_id", None)
+        if thread_id is None and isinstance(self.memory, MemoryService):
+            thread_id = thread_id_of(_run_config())
+        return resolve_manager(
+            self.memory,
+            context=getattr(runtime, "context", None),
+            thread_id=thread_id,
+            user_key=self.user_key,
+        )
+
+    def _fit(
+        self, manager: MemoryManager, request: ModelRequest[Any], hits: list[ScoredRecord]
+    ) -> tuple[ModelRequest[Any], Fitted]:
         fitted = fit_request(
-            self.manager.token_counter,
+            manager.token_counter,
             max_tokens=self.max_tokens,
             system=request.system_prompt or "",
             messages=request.messages,
             tools=tool_schemas(request.tools),
             hits=hits,
-            summary=self.manager.short_term.summary,
+            summary=manager.short_term.summary,
             memory_share=self.memory_share,
         )
-        self.last_fit = fitted
-        logger.debug("model request fitted to %d of %d tokens", fitted.tokens, self.max_tokens)
-        return request.override(
+        logger.debug(
+            "model request of user %r, session %r fitted to %d of %d tokens (%d memories)",
+            manager.user_id,
+            manager.session_id,
+            fitted.tokens,
+            self.max_tokens,
+            fitted.recalled,
+        )
+        fitted_request = request.override(
             messages=[request.messages[i] for i in fitted.keep],
             system_message=SystemMessage(fitted.system) if fitted.system else None,
         )
+        return fitted_request, fitted
+
+    def _report(
+        self, manager: MemoryManager, fitted: Fitted, response: ModelResponse[Any]
+    ) -> ModelResponse[Any]:
+        """The response with what was sent in its last AI message's metadata."""
+        report = {
+            "prompt_tokens": fitted.tokens,
+            "max_tokens": self.max_tokens,
+            "recalled": fitted.recalled,
+            "kept_messages": len(fitted.keep),
+            "user_id": manager.user_id,
+            "session_id": manager.session_id,
+        }
+        result = list(response.result)
+        for i in range(len(result) - 1, -1, -1):
+            message = result[i]
+            if isinstance(message, AIMessage):
+                metadata = {**message.response_metadata, "agentmem": report}
+                result[i] = message.model_copy(update={"response_metadata": metadata})
+                break
+        return ModelResponse(result=result, structured_response=response.structured_response)
 
     def wrap_model_call(
         self,
@@ -119,15 +189,17 @@ class AgentMemoryMiddleware(AgentMiddleware):
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResponse[Any]:
         """Recall, fit the budget, call the model, then record and consolidate."""
+        manager = self.manager_for(request)
         query = _last_user_text(request.messages)
-        hits = self.manager.recall(query, self.top_k) if query else []
-        response = handler(self._apply(request, hits))
+        hits = manager.recall(query, self.top_k) if query else []
+        fitted_request, fitted = self._fit(manager, request, hits)
+        response = handler(fitted_request)
         answer = _final_answer(response)
         if query and answer and self.record_turns:
-            self.manager.process_interaction(query, answer)
+            manager.process_interaction(query, answer)
             if self.consolidate == "every_turn":
-                self.manager.consolidate()
-        return response
+                manager.consolidate()
+        return self._report(manager, fitted, response)
 
     async def awrap_model_call(
         self,
@@ -135,13 +207,25 @@ class AgentMemoryMiddleware(AgentMiddleware):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any]:
         """Async twin of :meth:`wrap_model_call`."""
+        manager = await run_in_executor(self.manager_for, request)
         query = _last_user_text(request.messages)
-        hits = await self.manager.arecall(query, self.top_k) if query else []
-        await self.manager.short_term.arefresh()
-        response = await handler(self._apply(request, hits))
+        hits = await manager.arecall(query, self.top_k) if query else []
+        await manager.short_term.arefresh()
+        fitted_request, fitted = self._fit(manager, request, hits)
+        response = await handler(fitted_request)
         answer = _final_answer(response)
         if query and answer and self.record_turns:
-            await self.manager.aprocess_interaction(query, answer)
+            await manager.aprocess_interaction(query, answer)
             if self.consolidate == "every_turn":
-                await self.manager.aconsolidate()
-        return response
+                await manager.aconsolidate()
+        return self._report(manager, fitted, response)
+
+
+def _run_config() -> dict[str, Any] | None:
+    """The LangGraph run's config, when called inside a run."""
+    from langgraph.config import get_config
+
+    try:
+        return dict(get_config())
+    except RuntimeError:  # outside a runnable context
+        return None

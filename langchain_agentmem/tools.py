@@ -1,7 +1,10 @@
 """Memory tools for agents: save, search, update and delete memories, set working memory.
 
-Every tool acts inside the :class:`~agentmem.MemoryManager`'s scope (its user, and its
-agent/session when set); a tool can never reach another user's memories. Errors an agent
+Every tool acts inside one user's scope; a tool can never reach another user's memories.
+Given a :class:`~agentmem.MemoryService`, the tools resolve the user at call time from the
+agent's runtime context (LangChain's ``ToolRuntime``: ``runtime.context.user_id``) and the
+session from the run's ``thread_id``; given a :class:`~agentmem.MemoryManager`, they act for
+its user and session. Errors an agent
 can fix (bad id, empty content, importance out of range) come back to the model as the
 tool's result, so it can retry; the tools are ``StructuredTool``s with sync and async forms.
 
@@ -14,6 +17,7 @@ Example:
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal
@@ -23,6 +27,8 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from agentmem.errors import AgentMemError, ConfigurationError
 from agentmem.long_term.records import MemoryRecord
 from agentmem.manager import MemoryManager
+from agentmem.service import MemoryService
+from langchain_agentmem._resolve import check_source, resolve_manager, thread_id_of
 
 __all__ = ["READ_TOOLS", "TOOL_NAMES", "WRITE_TOOLS", "Permissions", "create_memory_tools"]
 
@@ -185,21 +191,65 @@ _DESCRIPTIONS = {
 }
 
 
+def _per_call(
+    name: str, kits: Callable[[Any], _MemoryToolset], runtime_type: Any
+) -> tuple[Callable[..., str], Callable[..., Awaitable[str]]]:
+    """Tool bodies that resolve their toolset from LangChain's injected ``runtime``.
+
+    Each keeps the parameters (and so the schema the model sees) of the one-user body,
+    plus a keyword-only ``runtime: ToolRuntime`` that LangChain injects and hides.
+    """
+    sync_name, async_name = _BODIES[name]
+    template = getattr(_MemoryToolset, sync_name)
+    params = list(inspect.signature(template).parameters.values())[1:]  # without self
+    runtime = inspect.Parameter("runtime", inspect.Parameter.KEYWORD_ONLY)
+    signature = inspect.Signature(
+        [*params, runtime.replace(annotation=runtime_type)], return_annotation=str
+    )
+    hints = {**template.__annotations__, "runtime": runtime_type}
+
+    def run(*args: Any, runtime: Any, **kwargs: Any) -> str:
+        return str(getattr(kits(runtime), sync_name)(*args, **kwargs))
+
+    async def arun(*args: Any, runtime: Any, **kwargs: Any) -> str:
+        return str(await getattr(kits(runtime), async_name)(*args, **kwargs))
+
+    for body in (run, arun):
+        body.__signature__ = signature  # type: ignore[union-attr]
+        body.__annotations__ = hints
+        body.__name__ = name
+    return run, arun
+
+
+_BODIES: dict[str, tuple[str, str]] = {
+    "save_memory": ("save", "asave"),
+    "search_memory": ("search", "asearch"),
+    "update_memory": ("update", "aupdate"),
+    "delete_memory": ("delete", "adelete"),
+    "set_working_memory": ("set_working", "aset_working"),
+}
+
+
 def create_memory_tools(
-    manager: MemoryManager,
+    memory: MemoryService | MemoryManager,
     *,
     permissions: Permissions = "read_write",
     include: Sequence[str] | None = None,
     search_k: int = 5,
+    user_key: str = "user_id",
 ) -> list[BaseTool]:
-    """Memory tools scoped to ``manager``'s user (and agent/session when set).
+    """Memory tools scoped to one user (the manager's, or the calling run's).
 
     Args:
-        manager: The memory the tools act on.
+        memory: A :class:`~agentmem.MemoryService`: each call acts for the user in the
+            agent's runtime context (``user_key``) and the run's ``thread_id`` (needs
+            ``langgraph``, as ``create_agent`` does). Or a
+            :class:`~agentmem.MemoryManager`: every call acts for its user and session.
         permissions: ``"read_only"`` gives only ``search_memory``.
         include: Names of the tools to build (default: all the permissions allow; see
             :data:`TOOL_NAMES`).
         search_k: Default number of results of ``search_memory``.
+        user_key: Name of the user id in the runtime context (service mode).
 
     Raises:
         ConfigurationError: Unknown tool name or permission, or a write tool requested
@@ -218,14 +268,23 @@ def create_memory_tools(
     if denied:
         msg = f"tool(s) {denied!r} write memory but permissions are {permissions!r}"
         raise ConfigurationError(msg)
-    kit = _MemoryToolset(manager, search_k)
-    bodies: dict[str, tuple[Callable[..., str], Callable[..., Awaitable[str]]]] = {
-        "save_memory": (kit.save, kit.asave),
-        "search_memory": (kit.search, kit.asearch),
-        "update_memory": (kit.update, kit.aupdate),
-        "delete_memory": (kit.delete, kit.adelete),
-        "set_working_memory": (kit.set_working, kit.aset_working),
-    }
+    source = check_source(memory, "create_memory_tools")
+    if isinstance(source, MemoryManager):
+        kit = _MemoryToolset(source, search_k)
+        bodies = {n: (getattr(kit, s), getattr(kit, a)) for n, (s, a) in _BODIES.items()}
+    else:
+        from langgraph.prebuilt import ToolRuntime
+
+        def kits(runtime: Any) -> _MemoryToolset:
+            manager = resolve_manager(
+                source,
+                context=getattr(runtime, "context", None),
+                thread_id=thread_id_of(getattr(runtime, "config", None)),
+                user_key=user_key,
+            )
+            return _MemoryToolset(manager, search_k)
+
+        bodies = {n: _per_call(n, kits, ToolRuntime) for n in names}
     tools: list[BaseTool] = []
     for name in names:
         func, coro = bodies[name]

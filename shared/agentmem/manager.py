@@ -211,7 +211,8 @@ class MemoryManager:
                 f"{long_term.scope.user_id!r}; pass the memory of that user"
             )
             raise ConfigurationError(msg)
-        session_id = session_id or f"{user_id}-{uuid.uuid4().hex[:12]}"
+        if session_id is None:
+            session_id = f"{user_id}-{uuid.uuid4().hex[:12]}"
         counter = token_counter if token_counter is not None else TokenCounter(model)
         short_term = SummaryBufferMemory(
             llm,
