@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
+from typing import cast
 
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import (
@@ -47,6 +48,7 @@ from agentmem.embeddings import Embedder, LangChainEmbedder
 from agentmem.errors import ConfigurationError, InvalidValueError
 from agentmem.long_term.records import MemoryRecord, RecordFilter, Scope
 from agentmem.long_term.store import MemoryStore
+from agentmem.service import MemoryService
 from agentmem.sparse import Bm25Encoder
 from agentmem.types import utcnow
 from langchain_agentmem._store_codec import (
@@ -113,6 +115,38 @@ class AgentMemoryStore(BaseStore):
             raise ConfigurationError(msg)
         self._sparse = Bm25Encoder()
         self._known_roots: set[str] = set()
+
+    @classmethod
+    def from_service(
+        cls,
+        service: MemoryService,
+        *,
+        fields: Sequence[str] | None = None,
+        ttl: TTLConfig | None = None,
+    ) -> AgentMemoryStore:
+        """A LangGraph store on a :class:`~agentmem.MemoryService`'s long-term store, with
+        semantic search by the service's embedder (the model is not loaded twice).
+
+        Args:
+            service: The process's memory service (it keeps owning the store).
+            fields: JSON paths of each value to embed (default ``["$"]``, the whole value).
+            ttl: LangGraph TTL config.
+
+        Example:
+            >>> store = AgentMemoryStore.from_service(service, fields=["text"])  # doctest: +SKIP
+            >>> agent = create_agent(model, store=store, ...)  # doctest: +SKIP
+        """
+        index = cast(
+            IndexConfig,
+            {"dims": service.embedder.dimension, "fields": list(fields or ["$"])},
+        )
+        return cls(
+            service.memory_store,
+            index=index,
+            embedder=service.embedder,
+            ttl=ttl,
+            clock=service.clock,
+        )
 
     # -- batch API -------------------------------------------------------------------------
 

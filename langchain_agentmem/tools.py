@@ -284,7 +284,10 @@ def create_memory_tools(
             )
             return _MemoryToolset(manager, search_k)
 
-        bodies = {n: _per_call(n, kits, ToolRuntime) for n in names}
+        # Parameterized: a bare ToolRuntime makes pydantic expect a None context and warn
+        # about every dataclass context it serializes.
+        runtime_type = ToolRuntime[Any, Any]
+        bodies = {n: _per_call(n, kits, runtime_type) for n in names}
     tools: list[BaseTool] = []
     for name in names:
         func, coro = bodies[name]

@@ -22,6 +22,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import Field
 
+from agentmem import MemoryManager
 from agentmem.context import ContextBudgetError
 from langchain_agentmem import AgentMemoryMiddleware, AgentMemoryStore, create_memory_tools
 from langchain_agentmem._convert import from_langchain
@@ -139,17 +140,20 @@ async def test_async_agent_run_records_and_consolidates(
     home: Home, store: AgentMemoryStore
 ) -> None:
     agent, _model, middleware = agent_for(home, store, "session-a", [AIMessage("Green tea it is.")])
-    await agent.ainvoke(
+    out = await agent.ainvoke(
         {"messages": [HumanMessage("My favourite drink is green tea.")]},
         {"configurable": {"thread_id": "ta"}},
     )
-    log = middleware.manager.short_term.get_log()
+    manager = middleware.memory
+    assert isinstance(manager, MemoryManager)
+    log = manager.short_term.get_log()
     assert [m.content for m in log] == ["My favourite drink is green tea.", "Green tea it is."]
-    hits = middleware.manager.recall("favourite drink green tea")
+    hits = manager.recall("favourite drink green tea")
     assert hits
     assert "green tea" in hits[0].record.content
-    assert middleware.last_fit is not None
-    assert middleware.last_fit.tokens <= BUDGET
+    report = out["messages"][-1].response_metadata["agentmem"]
+    assert 0 < report["prompt_tokens"] <= BUDGET
+    assert report["session_id"] == "session-a"
 
 
 def test_budget_too_small_for_tools_is_a_clear_error(home: Home, store: AgentMemoryStore) -> None:
