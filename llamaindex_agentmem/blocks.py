@@ -27,11 +27,14 @@ from agentmem.consolidation import MemoryConsolidator
 from agentmem.llm import ChatModel
 from agentmem.long_term.memory import LongTermMemory
 from agentmem.long_term.records import RecordFilter
+from agentmem.manager import MemoryManager
 from agentmem.retrieval import MEMORY_BLOCK_CLOSE, MEMORY_BLOCK_OPEN, render_memory_line
+from agentmem.service import MemoryService
 from agentmem.stores.memory import InMemorySessionStore
 from agentmem.tokens import TokenCounter
 from agentmem.working import WorkingMemory
 from llamaindex_agentmem._convert import text_of, to_agentmem_many
+from llamaindex_agentmem._sources import long_term_of, working_of
 from llamaindex_agentmem.adapters import as_chat_model
 
 __all__ = ["FactMemoryBlock", "LongTermMemoryBlock", "WorkingMemoryBlock"]
@@ -67,7 +70,9 @@ class LongTermMemoryBlock(BaseMemoryBlock[str]):
 
     Args:
         long_term: The user's :class:`~agentmem.LongTermMemory` (Qdrant Edge, or a Qdrant
-            server through qdrant-client).
+            server through qdrant-client), a :class:`~agentmem.MemoryManager`, or a
+            :class:`~agentmem.MemoryService` with ``user_id``.
+        user_id: Whose memories, when ``long_term`` is a service.
         llm: LlamaIndex ``LLM`` or agentmem ``ChatModel`` extracting memories from flushed
             messages; ``None`` stores each round as an episode.
         name, priority, top_k, ...: Block fields.
@@ -89,17 +94,19 @@ class LongTermMemoryBlock(BaseMemoryBlock[str]):
     def __init__(
         self,
         *,
-        long_term: LongTermMemory,
+        long_term: LongTermMemory | MemoryManager | MemoryService,
+        user_id: str | None = None,
         llm: Any = None,
         token_counter: TokenCounter | None = None,
         **fields: Any,
     ) -> None:
+        memory = long_term_of(long_term, user_id, "LongTermMemoryBlock")
         super().__init__(**fields)
         chat_model: ChatModel | None = as_chat_model(llm)
-        self._long_term = long_term
+        self._long_term = memory
         # Flushed messages arrive once; the watermark only has to live as long as the block.
         self._consolidator = MemoryConsolidator(
-            long_term, store=InMemorySessionStore(), llm=chat_model
+            memory, store=InMemorySessionStore(), llm=chat_model
         )
         self._counter = token_counter or TokenCounter()
 
@@ -157,10 +164,17 @@ class WorkingMemoryBlock(BaseMemoryBlock[str]):
     _counter: TokenCounter = PrivateAttr()
 
     def __init__(
-        self, *, working: WorkingMemory, token_counter: TokenCounter | None = None, **fields: Any
+        self,
+        *,
+        working: WorkingMemory | MemoryManager | MemoryService,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        token_counter: TokenCounter | None = None,
+        **fields: Any,
     ) -> None:
+        memory = working_of(working, user_id, session_id, "WorkingMemoryBlock")
         super().__init__(**fields)
-        self._working = working
+        self._working = memory
         self._counter = token_counter or TokenCounter()
 
     @property
@@ -203,10 +217,16 @@ class FactMemoryBlock(FactExtractionMemoryBlock):
     _counter: TokenCounter = PrivateAttr()
 
     def __init__(
-        self, *, long_term: LongTermMemory, token_counter: TokenCounter | None = None, **fields: Any
+        self,
+        *,
+        long_term: LongTermMemory | MemoryManager | MemoryService,
+        user_id: str | None = None,
+        token_counter: TokenCounter | None = None,
+        **fields: Any,
     ) -> None:
+        memory = long_term_of(long_term, user_id, "FactMemoryBlock")
         super().__init__(**fields)
-        self._long_term = long_term
+        self._long_term = memory
         self._counter = token_counter or TokenCounter()
 
     def _filter(self) -> RecordFilter:

@@ -38,6 +38,7 @@ from agentmem.errors import ConfigurationError
 from agentmem.llm import ChatModel
 from agentmem.long_term.store import ScoredRecord
 from agentmem.manager import MemoryManager
+from agentmem.service import MemoryService
 from agentmem.short_term.view import ShortTermView
 from agentmem.types import Message
 from llamaindex_agentmem._convert import from_agentmem, text_of, to_agentmem_many
@@ -54,7 +55,9 @@ _MIN_BUDGET = 8
 class AgentMemory(BaseMemory):
     """agentmem as a LlamaIndex memory (see the module docstring).
 
-    Build it with :meth:`from_defaults` (embedded stores under ``home``) or
+    Build it with :meth:`from_service` (one user's session on a process-wide
+    :class:`~agentmem.MemoryService`), :meth:`from_defaults` (embedded stores under ``home``;
+    any number of users and sessions may share one home in one process) or
     :meth:`from_manager` (any :class:`~agentmem.MemoryManager`).
 
     Attributes:
@@ -103,6 +106,36 @@ class AgentMemory(BaseMemory):
         memory = cls(**options)
         memory._manager = manager
         return memory
+
+    @classmethod
+    def from_service(
+        cls,
+        service: MemoryService,
+        *,
+        user_id: str,
+        session_id: str | None = None,
+        **options: Any,
+    ) -> AgentMemory:
+        """A memory for one user's session on a shared :class:`~agentmem.MemoryService`
+        (the usual choice when one process serves many users; closing it closes nothing
+        shared).
+
+        Args:
+            service: The process's memory service.
+            user_id: Owner of the long-term memories.
+            session_id: The conversation; pass an earlier one to resume it (default: new).
+            **options: ``token_limit``, ``top_k``, ``include_working_memory``,
+                ``memory_share``, ``working_share``.
+
+        Example:
+            >>> memory = AgentMemory.from_service(service, user_id="alice",  # doctest: +SKIP
+            ...     session_id="alice-chat-1")
+            >>> engine = SimpleChatEngine.from_defaults(llm=llm, memory=memory)  # doctest: +SKIP
+        """
+        if not isinstance(service, MemoryService):
+            msg = f"service must be an agentmem MemoryService, got {type(service).__name__}"
+            raise ConfigurationError(msg)
+        return cls.from_manager(service.manager(user_id, session_id), **options)
 
     @classmethod
     def from_defaults(  # type: ignore[override]

@@ -14,12 +14,13 @@ from typing import Any
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-from agentmem.errors import ConfigurationError
 from agentmem.long_term.memory import LongTermMemory
 from agentmem.long_term.ranking import SearchMode
 from agentmem.long_term.records import RecordFilter
 from agentmem.long_term.store import ScoredRecord
 from agentmem.manager import MemoryManager
+from agentmem.service import MemoryService
+from llamaindex_agentmem._sources import long_term_of
 
 __all__ = ["AgentMemoryRetriever", "to_node"]
 
@@ -73,8 +74,10 @@ class AgentMemoryRetriever(BaseRetriever):
     """Retrieves a user's long-term memories for LlamaIndex.
 
     Args:
-        memory: A :class:`~agentmem.LongTermMemory` or a :class:`~agentmem.MemoryManager`
-            (its long-term memory is used).
+        memory: A :class:`~agentmem.LongTermMemory`, a :class:`~agentmem.MemoryManager`
+            (its long-term memory is used) or a :class:`~agentmem.MemoryService` with
+            ``user_id``.
+        user_id: Whose memories, when ``memory`` is a service.
         top_k: How many memories per query.
         memory_type: Only ``episodic``, ``semantic`` or ``procedural`` memories.
         min_importance: Only memories at least this important.
@@ -90,8 +93,9 @@ class AgentMemoryRetriever(BaseRetriever):
 
     def __init__(
         self,
-        memory: LongTermMemory | MemoryManager,
+        memory: LongTermMemory | MemoryManager | MemoryService,
         *,
+        user_id: str | None = None,
         top_k: int = 5,
         memory_type: str | None = None,
         min_importance: float = 0.0,
@@ -99,16 +103,9 @@ class AgentMemoryRetriever(BaseRetriever):
         filter: RecordFilter | None = None,
         **kwargs: Any,
     ) -> None:
-        if isinstance(memory, MemoryManager):
-            memory = memory.long_term
-        if not isinstance(memory, LongTermMemory):
-            msg = (
-                "memory must be an agentmem LongTermMemory or MemoryManager, got "
-                f"{type(memory).__name__}"
-            )
-            raise ConfigurationError(msg)
+        long_term = long_term_of(memory, user_id, "AgentMemoryRetriever")
         super().__init__(**kwargs)
-        self.memory = memory
+        self.memory = long_term
         self.top_k = top_k
         self.memory_type = memory_type
         self.min_importance = min_importance

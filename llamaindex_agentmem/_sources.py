@@ -1,0 +1,59 @@
+"""What a LlamaIndex block or retriever reads from: a service, a manager, or a tier (private).
+
+A :class:`~agentmem.MemoryService` serves many users, so it needs the ``user_id`` (and, for
+working memory, the ``session_id``); a :class:`~agentmem.MemoryManager` is one user's and
+session's; a tier is used as it is.
+"""
+
+from __future__ import annotations
+
+from agentmem.errors import ConfigurationError
+from agentmem.long_term.memory import LongTermMemory
+from agentmem.manager import MemoryManager
+from agentmem.service import MemoryService
+from agentmem.working import WorkingMemory
+
+__all__ = ["long_term_of", "working_of"]
+
+
+def long_term_of(
+    source: LongTermMemory | MemoryManager | MemoryService, user_id: str | None, who: str
+) -> LongTermMemory:
+    """The long-term memory ``source`` gives for ``user_id``."""
+    if isinstance(source, MemoryService):
+        if user_id is None:
+            msg = f"{who} on a MemoryService needs user_id=: whose memories to use"
+            raise ConfigurationError(msg)
+        return source.long_term(user_id)
+    if isinstance(source, MemoryManager):
+        return source.long_term
+    if isinstance(source, LongTermMemory):
+        return source
+    msg = (
+        f"{who} takes an agentmem MemoryService (with user_id=), MemoryManager or "
+        f"LongTermMemory, got {type(source).__name__}"
+    )
+    raise ConfigurationError(msg)
+
+
+def working_of(
+    source: WorkingMemory | MemoryManager | MemoryService,
+    user_id: str | None,
+    session_id: str | None,
+    who: str,
+) -> WorkingMemory:
+    """The working memory ``source`` gives for ``user_id``'s ``session_id``."""
+    if isinstance(source, MemoryService):
+        if user_id is None or session_id is None:
+            msg = f"{who} on a MemoryService needs user_id= and session_id=: whose task state"
+            raise ConfigurationError(msg)
+        return source.manager(user_id, session_id).working
+    if isinstance(source, MemoryManager):
+        return source.working
+    if isinstance(source, WorkingMemory):
+        return source
+    msg = (
+        f"{who} takes an agentmem MemoryService (with user_id= and session_id=), "
+        f"MemoryManager or WorkingMemory, got {type(source).__name__}"
+    )
+    raise ConfigurationError(msg)
