@@ -142,8 +142,11 @@ def test_an_intact_copy_loads_offline(model_copy: Path, offline: None) -> None:
 
 def test_default_embedder_caches_real_vectors(offline: None) -> None:
     emb = default_embedder()
-    first = emb.embed_documents(["I only write Python", "tabs"])
-    again = emb.embed_documents(["tabs", "I only write Python"])
+    assert default_embedder() is emb  # one model per process, shared by every user
+    before = emb.cache_info()
+    texts = [f"I only write Python {id(emb)}", f"tabs {id(emb)}"]
+    first = emb.embed_documents(texts)
+    again = emb.embed_documents(texts[::-1])
     assert again == first[::-1]
     info = emb.cache_info()
-    assert (info.hits, info.misses) == (2, 2)
+    assert (info.hits - before.hits, info.misses - before.misses) == (2, 2)

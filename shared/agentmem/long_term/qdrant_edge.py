@@ -304,8 +304,9 @@ def _lock(path: Path) -> IO[bytes]:
             f"the Qdrant Edge store at {path} is open in another process (or another store "
             f"object); Edge allows one process at a time. Close the other one, share one "
             f"MemoryService (or MemoryManager.open on the same home) within a process, or run "
-            f"several processes on a Qdrant server and Redis: set AGENTMEM_QDRANT_URL and "
-            f"AGENTMEM_REDIS_URL (or pass qdrant_url= and redis_url= to MemoryService.open)."
+            f"several processes on a Qdrant server (QdrantClientStore) and Redis: set "
+            f"AGENTMEM_QDRANT_URL and AGENTMEM_REDIS_URL (or pass qdrant_url= and redis_url= "
+            f"to MemoryService.open)."
         )
         raise StoreLockedError(msg) from None
     return handle
