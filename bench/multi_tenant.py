@@ -171,7 +171,7 @@ def run_mode(args: argparse.Namespace, mode: str) -> list[dict[str, Any]]:
             results[system] = (timings, wall, seen)
         service.manager(users[0], users[0]).wait_for_background()
         base_timings = results["baseline (no memory)"][0]
-        ours_timings, wall, seen = results["agentmem"]
+        seen = results["agentmem"][2]
         checks = check(service, users, args.turns, seen)
     base50, base95 = percentile(base_timings, 50), percentile(base_timings, 95)
     for system, (timings, wall_s, _) in results.items():

@@ -114,8 +114,7 @@ async def test_ten_chat_engines_on_one_service_in_asyncio(home: Path) -> None:
     llm = RecordingLLM()
     async with MemoryService.open(home, embedder=HashingEmbedder(DIM)) as service:
         memories = {
-            u: AgentMemory.from_service(service, user_id=u, session_id=f"{u}-chat")
-            for u in USERS
+            u: AgentMemory.from_service(service, user_id=u, session_id=f"{u}-chat") for u in USERS
         }
 
         async def run(user: str) -> None:
