@@ -1,8 +1,12 @@
 """How LangGraph store items map onto agentmem long-term records (private helpers).
 
-* Namespace ``(first, *rest)`` -> ``Scope(user_id="lg." + first)`` when that is a valid id,
-  else ``Scope(user_id="lg.h-<sha256 of first>")``; the exact namespace is kept in record
-  metadata, so the scope only narrows the search and never decides a match.
+* Items live in the store's ``langgraph`` space and the store's own registry in its
+  ``internal`` space (:data:`agentmem.long_term.records.SPACES`): the space is a payload
+  field in every filter, so no conversational user id, however it is spelled, reaches an
+  item, and no namespace reaches a memory or the registry.
+* Namespace ``(first, *rest)`` -> ``Scope(user_id="lg." + first, space="langgraph")`` when
+  that is a valid id, else ``user_id="lg.h-<sha256 of first>"``; the exact namespace is kept
+  in record metadata, so the scope only narrows the search and never decides a match.
 * The namespace is stored as JSON text (``lg_ns``), and every prefix of it on whole segments
   as a list (``lg_prefixes``): a prefix filter is an exact match on one element of that list,
   so wildcard characters (``*``, ``%``, ``?``) in labels are data and match only themselves.
@@ -28,6 +32,7 @@ from agentmem.stores.base import validate_session_id
 
 __all__ = [
     "ITEM_FLAG",
+    "REGISTRY_SCOPE",
     "REGISTRY_USER",
     "USER_PREFIX",
     "expired",
@@ -37,6 +42,7 @@ __all__ = [
     "item_metadata",
     "ns_text",
     "record_item",
+    "root_scope",
     "scope_for",
     "user_for",
 ]
@@ -55,8 +61,7 @@ def ns_text(namespace: Sequence[str]) -> str:
 def user_for(first: str) -> str:
     """The scope user id of a namespace's first label: ``lg.<label>``, or a hash of it.
 
-    The ``lg.`` prefix keeps store items out of the same user's conversational memories
-    (a ``MemoryManager`` for user ``alice`` never recalls items of namespace ``("alice",)``).
+    The prefix is kept for the data of earlier versions; isolation comes from the space.
     """
     try:
         return validate_session_id(USER_PREFIX + first, what="namespace root")
@@ -66,7 +71,16 @@ def user_for(first: str) -> str:
 
 def scope_for(namespace: Sequence[str]) -> Scope:
     """The scope items of ``namespace`` live in."""
-    return Scope(user_id=user_for(namespace[0]))
+    return root_scope(namespace[0])
+
+
+def root_scope(first: str) -> Scope:
+    """The scope of the items whose namespace starts with ``first``."""
+    return Scope(user_id=user_for(first), space="langgraph")
+
+
+REGISTRY_SCOPE = Scope(user_id=REGISTRY_USER, space="internal")
+"""Where the store keeps its registry of namespace roots."""
 
 
 def item_id(namespace: Sequence[str], key: str) -> str:

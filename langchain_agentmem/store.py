@@ -52,15 +52,15 @@ from agentmem.service import MemoryService
 from agentmem.sparse import Bm25Encoder
 from agentmem.types import utcnow
 from langchain_agentmem._store_codec import (
-    REGISTRY_USER,
+    REGISTRY_SCOPE,
     expired,
     index_texts,
     item_filter,
     item_id,
     item_metadata,
     record_item,
+    root_scope,
     scope_for,
-    user_for,
 )
 from langchain_agentmem._store_filters import matches_filter, matches_namespace
 
@@ -253,7 +253,7 @@ class AgentMemoryStore(BaseStore):
     def _register(self, root: str) -> None:
         if root in self._known_roots:
             return
-        scope = Scope(user_id=REGISTRY_USER)
+        scope = REGISTRY_SCOPE
         rid = item_id(("__root__",), root)
         if not self.store.get(scope, [rid]):
             record = MemoryRecord(
@@ -267,15 +267,13 @@ class AgentMemoryStore(BaseStore):
         self._known_roots.add(root)
 
     def _roots(self) -> list[str]:
-        records = _scroll_all(
-            self.store, Scope(user_id=REGISTRY_USER), RecordFilter(include_history=True)
-        )
+        records = _scroll_all(self.store, REGISTRY_SCOPE, RecordFilter(include_history=True))
         return sorted({str(r.metadata["lg_root"]) for r in records})
 
     def _scopes(self, prefix: Sequence[str]) -> list[Scope]:
         if prefix:
             return [scope_for(prefix)]
-        return sorted({Scope(user_id=user_for(r)) for r in self._roots()}, key=lambda s: s.user_id)
+        return sorted({root_scope(r) for r in self._roots()}, key=lambda s: s.user_id)
 
     def _live(
         self, scope: Scope, records: Iterable[MemoryRecord], now: datetime

@@ -15,6 +15,11 @@ Cheap checks first, the LLM only to judge:
 
 Every decision is logged (logger ``agentmem.conflicts``) with its reason and returned.
 If the LLM fails, the memory is added (nothing is lost or overwritten) and the decision says so.
+
+Search and write are one step: writes into one scope of one store are serialized in the
+process (threads and asyncio tasks alike), so the same fact remembered at once from several
+places is stored once and reinforced by the others, each reinforcement counted. (Several
+processes on a shared Qdrant server are not serialized with each other.)
 """
 
 from __future__ import annotations
@@ -26,16 +31,30 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from agentmem._locks import KeyedLock, holding, keyed_lock
 from agentmem.errors import LLMError
 from agentmem.llm import ChatModel, acomplete_json, complete_json
 from agentmem.long_term.memory import LongTermMemory
 from agentmem.long_term.records import MemoryRecord
 from agentmem.long_term.store import ScoredRecord
 
-__all__ = ["SUPERSEDES_KEY", "ConflictDecision", "ConflictResolver", "Judgement"]
+__all__ = [
+    "REINFORCED_BY_KEY",
+    "SUPERSEDES_KEY",
+    "ConflictDecision",
+    "ConflictResolver",
+    "Judgement",
+]
 
 SUPERSEDES_KEY = "agentmem_supersedes"
 """Metadata key of a superseding memory naming the memory it ends."""
+
+REINFORCED_BY_KEY = "agentmem_reinforced_by"
+"""Metadata key of a reinforced memory listing the candidate ids that reinforced it (the
+newest :data:`MAX_REINFORCED_BY`): a replay after a crash finds its candidate there and does
+not count the reinforcement twice."""
+
+MAX_REINFORCED_BY = 64
 
 logger = logging.getLogger(__name__)
 
@@ -113,6 +132,15 @@ class ConflictResolver:
 
     def write(self, memory: LongTermMemory, record: MemoryRecord) -> ConflictDecision:
         """Resolve ``record`` against ``memory`` and write it as decided."""
+        with _write_lock(memory):
+            return self._write(memory, record)
+
+    async def awrite(self, memory: LongTermMemory, record: MemoryRecord) -> ConflictDecision:
+        """Async twin of :meth:`write` (waits for the scope's lock without blocking the loop)."""
+        async with holding(_write_lock(memory)):
+            return await self._awrite(memory, record)
+
+    def _write(self, memory: LongTermMemory, record: MemoryRecord) -> ConflictDecision:
         hits = memory.retrieve_memories(
             record.content,
             self.max_candidates,
@@ -128,8 +156,7 @@ class ConflictResolver:
         self._apply_sync(memory, decision)
         return _logged(decision)
 
-    async def awrite(self, memory: LongTermMemory, record: MemoryRecord) -> ConflictDecision:
-        """Async twin of :meth:`write`."""
+    async def _awrite(self, memory: LongTermMemory, record: MemoryRecord) -> ConflictDecision:
         hits = await memory.aretrieve_memories(
             record.content,
             self.max_candidates,
@@ -251,13 +278,22 @@ class ConflictResolver:
     # -- applying --------------------------------------------------------------------------
 
     @staticmethod
-    def _reinforcement(decision: ConflictDecision) -> dict[str, object]:
+    def _reinforcement(decision: ConflictDecision) -> dict[str, object] | None:
+        """The fields a reinforcement sets; ``None`` when this candidate already did it."""
         existing = decision.existing
         assert existing is not None  # invariant: reinforce decisions always name one
+        done = existing.metadata.get(REINFORCED_BY_KEY)
+        done = list(done) if isinstance(done, list) else []
+        if decision.record.id in done:
+            return None
         return {
             "access_count": existing.access_count + 1,
             "importance": max(existing.importance, decision.record.importance),
             "last_accessed_at": decision.record.created_at,
+            "metadata": {
+                **existing.metadata,
+                REINFORCED_BY_KEY: [*done, decision.record.id][-MAX_REINFORCED_BY:],
+            },
         }
 
     @staticmethod
@@ -272,7 +308,9 @@ class ConflictResolver:
     def _apply_sync(self, memory: LongTermMemory, decision: ConflictDecision) -> None:
         existing = decision.existing
         if decision.action == "reinforce" and existing is not None:
-            memory.store.set_fields(memory.scope, [existing.id], self._reinforcement(decision))
+            fields = self._reinforcement(decision)
+            if fields is not None:
+                memory.store.set_fields(memory.scope, [existing.id], fields)
             return
         # New memory first, then end the old one: a crash in between leaves a record that
         # says what it supersedes, and the next consolidation pass ends the old one.
@@ -284,9 +322,9 @@ class ConflictResolver:
     async def _apply_async(self, memory: LongTermMemory, decision: ConflictDecision) -> None:
         existing = decision.existing
         if decision.action == "reinforce" and existing is not None:
-            await memory.store.aset_fields(
-                memory.scope, [existing.id], self._reinforcement(decision)
-            )
+            fields = self._reinforcement(decision)
+            if fields is not None:
+                await memory.store.aset_fields(memory.scope, [existing.id], fields)
             return
         record = self._to_write(decision)
         await memory.astore_records([record])
@@ -344,3 +382,8 @@ def _logged(decision: ConflictDecision) -> ConflictDecision:
         decision.reason,
     )
     return decision
+
+
+def _write_lock(memory: LongTermMemory) -> KeyedLock:
+    """The lock of the scope ``memory`` writes into, shared by every handle on it."""
+    return keyed_lock(("conflict-write", memory.store, memory.scope))

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from agentmem._async import run_in_executor
+from agentmem._locks import holding, keyed_lock
 from agentmem.conflicts import ConflictDecision
 from agentmem.consolidation import ConsolidationReport, MemoryConsolidator
 from agentmem.context import BuiltContext, pack_context
@@ -41,7 +42,7 @@ from agentmem.llm import ChatModel
 from agentmem.long_term.memory import LongTermMemory
 from agentmem.long_term.store import ScoredRecord
 from agentmem.retrieval import MemoryRetriever, Strategy
-from agentmem.scheduler import ConsolidationQueue, session_lock
+from agentmem.scheduler import ConsolidationQueue
 from agentmem.short_term.summary import SummaryBufferMemory
 from agentmem.stores.base import SessionStore
 from agentmem.tokens import TokenCounter
@@ -102,8 +103,8 @@ class MemoryManager:
         self._owns_scheduler = False
         # Every handle on one session shares these locks, wherever it was opened.
         key = (short_term.store, short_term.session_id)
-        self._lock = session_lock(("pending", *key))
-        self._consolidating = session_lock(("consolidate", *key))
+        self._lock = keyed_lock(("pending", *key))
+        self._consolidating = keyed_lock(("consolidate", *key))
         self._futures: set[concurrent.futures.Future[Any]] = set()
         self._owned: list[Callable[[], None]] = []
 
@@ -289,7 +290,7 @@ class MemoryManager:
         if turns:
             await self.working.aadvance_turn(turns)
         store = self.short_term.store
-        async with _holding(self._lock):
+        async with holding(self._lock):
             previous = await store.aget_state(self.session_id, UNCONSOLIDATED_KEY)
             state = self._pending_after(previous, batch)
             await store.aset_state(self.session_id, UNCONSOLIDATED_KEY, state)
@@ -364,11 +365,11 @@ class MemoryManager:
 
     async def aconsolidate(self) -> ConsolidationReport:
         """Async twin of :meth:`consolidate`."""
-        async with _holding(self._consolidating):
+        async with holding(self._consolidating):
             log = await self.short_term.aget_log()
             report = await self.consolidator.aconsolidate_session(log, session_id=self.session_id)
             if report.error is None:
-                async with _holding(self._lock):
+                async with holding(self._lock):
                     await self.short_term.store.aset_state(
                         self.session_id, UNCONSOLIDATED_KEY, {"pending_tokens": 0}
                     )
@@ -527,18 +528,3 @@ class MemoryManager:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-
-class _holding:
-    """``async with _holding(lock)``: take a thread lock without blocking the event loop."""
-
-    def __init__(self, lock: Any) -> None:
-        self._lock = lock
-
-    async def __aenter__(self) -> None:
-        # Polling, not acquiring in a worker thread: a cancelled task must never leave the
-        # lock taken behind it.
-        while not self._lock.acquire(blocking=False):  # noqa: ASYNC110
-            await asyncio.sleep(0.002)
-
-    async def __aexit__(self, *exc: object) -> None:
-        self._lock.release()

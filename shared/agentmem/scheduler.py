@@ -3,7 +3,7 @@
 A :class:`~agentmem.MemoryService` owns one for all its users; a manager opened on its own
 owns a private one. Jobs are keyed by session: a session already waiting in the queue is not
 queued twice (the one run catches up on everything recorded so far), and one session is
-never consolidated by two workers at once (:func:`session_lock`).
+never consolidated by two workers at once (managers take the session's process-wide lock).
 
 Backpressure: when ``max_pending`` sessions are already waiting, :meth:`~ConsolidationQueue.submit`
 does not block the caller and does not queue the job; it returns ``None`` and logs at
@@ -28,52 +28,15 @@ from __future__ import annotations
 import logging
 import queue as queue_module
 import threading
-import weakref
 from collections.abc import Callable, Hashable
 from concurrent.futures import Future
 from typing import Any
 
 from agentmem.errors import ConfigurationError, StoreClosedError
 
-__all__ = ["ConsolidationQueue", "session_lock"]
+__all__ = ["ConsolidationQueue"]
 
 logger = logging.getLogger(__name__)
-
-
-class _Lock:
-    """A ``threading.Lock`` that can be weakly referenced."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.acquire = self._lock.acquire
-        self.release = self._lock.release
-        self.locked = self._lock.locked
-
-    def __enter__(self) -> bool:
-        return self._lock.acquire()
-
-    def __exit__(self, *exc: object) -> None:
-        self._lock.release()
-
-
-_LOCKS: weakref.WeakValueDictionary[Hashable, _Lock] = weakref.WeakValueDictionary()
-_LOCKS_GUARD = threading.Lock()
-
-
-def session_lock(key: Hashable) -> _Lock:
-    """The process-wide lock of one key (a session of one store): every handle on the same
-    session gets the same lock, so two never consolidate it at once.
-
-    Example:
-        >>> session_lock(("s", 1)) is session_lock(("s", 1))
-        True
-    """
-    with _LOCKS_GUARD:
-        lock = _LOCKS.get(key)
-        if lock is None:
-            lock = _Lock()
-            _LOCKS[key] = lock
-        return lock
 
 
 _STOP = object()

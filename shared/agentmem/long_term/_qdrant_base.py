@@ -79,6 +79,24 @@ class QdrantStoreBase:
             result: T = stop.value
             return result
 
+    def _backfill_spaces(self) -> int:
+        """Give points written before spaces existed (agentmem 0.1) their space; run at
+        open. Only such points are read, so once done it costs one empty scroll."""
+        return self._run(self._backfill_steps())
+
+    def _backfill_steps(self) -> Steps[int]:
+        missing = (qc.IsEmpty(qc.SPACE_FIELD),)
+        done = 0
+        while True:
+            page: tuple[list[qc.Hit], str | None] = yield Op("scroll", (missing, 256, None, None))
+            if not page[0]:
+                return done
+            patches = [
+                qc.Patch(h.id, {qc.SPACE_FIELD: qc.legacy_space(h.payload)}, []) for h in page[0]
+            ]
+            yield Op("set_payload", (patches,))
+            done += len(patches)
+
     # -- operations (generators) -------------------------------------------------------
 
     def _upsert_steps(

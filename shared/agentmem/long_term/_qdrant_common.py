@@ -32,10 +32,12 @@ __all__ = [
     "KEYWORD_FIELDS",
     "PATCHABLE_FIELDS",
     "RRF_K",
+    "SPACE_FIELD",
     "BoostSpec",
     "Condition",
     "HasIds",
     "Hit",
+    "IsEmpty",
     "Match",
     "OrderSpec",
     "Patch",
@@ -48,6 +50,7 @@ __all__ = [
     "decode_cursor",
     "encode_cursor",
     "in_scope",
+    "legacy_space",
     "make_patch",
     "record_from_payload",
     "record_payload",
@@ -62,7 +65,9 @@ __all__ = [
 RRF_K = 2
 
 TENANT_FIELD = "user_id"
+SPACE_FIELD = "space"
 KEYWORD_FIELDS = (
+    SPACE_FIELD,
     "agent_id",
     "session_id",
     "memory_type",
@@ -111,7 +116,14 @@ class HasIds:
     ids: tuple[str, ...]
 
 
-Condition = Match | Range | HasIds
+@dataclass(frozen=True)
+class IsEmpty:
+    """The payload has no value for ``key`` (missing, null or an empty list)."""
+
+    key: str
+
+
+Condition = Match | Range | HasIds | IsEmpty
 
 
 @dataclass(frozen=True)
@@ -290,6 +302,8 @@ def in_scope(payload: Mapping[str, Any], scope: Scope) -> bool:
     """Whether a stored payload belongs to ``scope``."""
     if payload.get("user_id") != scope.user_id:
         return False
+    if (payload.get(SPACE_FIELD) or "memories") != scope.space:
+        return False
     if scope.agent_id is not None and payload.get("agent_id") != scope.agent_id:
         return False
     return scope.session_id is None or payload.get("session_id") == scope.session_id
@@ -301,7 +315,10 @@ def build_conditions(scope: Scope, flt: RecordFilter | None) -> tuple[Condition,
         msg = f"scope must be an agentmem Scope, got {type(scope).__name__}"
         raise InvalidValueError(msg)
     flt = flt or RecordFilter()
-    conds: list[Condition] = [Match(TENANT_FIELD, (scope.user_id,))]
+    conds: list[Condition] = [
+        Match(TENANT_FIELD, (scope.user_id,)),
+        Match(SPACE_FIELD, (scope.space,)),
+    ]
     if scope.agent_id is not None:
         conds.append(Match("agent_id", (scope.agent_id,)))
     if scope.session_id is not None:
@@ -397,3 +414,13 @@ def decode_cursor(token: str, key: str) -> tuple[float, int]:
             f"offset returned by the previous page with the same order_by"
         )
         raise InvalidValueError(msg) from None
+
+
+def legacy_space(payload: Mapping[str, Any]) -> str:
+    """The space of a point written before spaces existed (agentmem 0.1), for the one-time
+    backfill at open: LangGraph store items carried an ``lg_item`` or ``lg_root`` mark in
+    their metadata; everything else was a memory."""
+    metadata = payload.get("metadata") or {}
+    if isinstance(metadata, Mapping) and (metadata.get("lg_item") or metadata.get("lg_root")):
+        return "langgraph" if metadata.get("lg_item") else "internal"
+    return "memories"

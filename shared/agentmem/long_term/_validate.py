@@ -17,7 +17,14 @@ from agentmem.errors import ConfigurationError, InvalidValueError
 from agentmem.long_term.ranking import SearchMode
 from agentmem.long_term.records import MEMORY_TYPES, MemoryRecord, RecordFilter, Scope
 
-__all__ = ["MAX_CONTENT_CHARS", "build_record", "memory_id_of", "query_filter", "with_changes"]
+__all__ = [
+    "MAX_CONTENT_CHARS",
+    "build_record",
+    "check_record",
+    "memory_id_of",
+    "query_filter",
+    "with_changes",
+]
 
 MAX_CONTENT_CHARS = 32_000
 
@@ -26,6 +33,34 @@ def _check_type(memory_type: object) -> None:
     if memory_type not in MEMORY_TYPES:
         msg = f"unknown memory_type {memory_type!r}; expected one of {', '.join(MEMORY_TYPES)}"
         raise InvalidValueError(msg)
+
+
+def check_record(record: MemoryRecord) -> None:
+    """The checks :func:`build_record` makes, for a record built elsewhere (an import, a
+    replay): content within :data:`MAX_CONTENT_CHARS`, metadata JSON without NaN."""
+    _check_content(record.content)
+    _check_metadata(record.metadata)
+
+
+def _check_content(content: object) -> str:
+    if not isinstance(content, str) or not content.strip():
+        msg = "memory content must be a non-empty string"
+        raise InvalidValueError(msg)
+    if len(content) > MAX_CONTENT_CHARS:
+        msg = (
+            f"memory content is {len(content)} characters, over the {MAX_CONTENT_CHARS} "
+            "limit; split it into several memories"
+        )
+        raise InvalidValueError(msg)
+    return content
+
+
+def _check_metadata(metadata: Mapping[str, Any] | None) -> None:
+    try:
+        json.dumps(metadata or {}, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        msg = f"metadata must be JSON-serializable without NaN/Infinity: {exc}"
+        raise InvalidValueError(msg) from None
 
 
 def build_record(
@@ -37,24 +72,12 @@ def build_record(
     fields: Mapping[str, Any],
 ) -> MemoryRecord:
     """A validated record in ``scope`` (see ``LongTermMemory.new_record``)."""
-    if not isinstance(content, str) or not content.strip():
-        msg = "memory content must be a non-empty string"
-        raise InvalidValueError(msg)
-    if len(content) > MAX_CONTENT_CHARS:
-        msg = (
-            f"memory content is {len(content)} characters, over the {MAX_CONTENT_CHARS} "
-            "limit; split it into several memories"
-        )
-        raise InvalidValueError(msg)
+    content = _check_content(content)
     _check_type(memory_type)
     if isinstance(importance, bool) or not isinstance(importance, (int, float)):
         msg = f"importance must be a number in [0, 1], got {importance!r}"
         raise InvalidValueError(msg)
-    try:
-        json.dumps(metadata or {}, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        msg = f"metadata must be JSON-serializable without NaN/Infinity: {exc}"
-        raise InvalidValueError(msg) from None
+    _check_metadata(metadata)
     try:
         return MemoryRecord(
             content=content,

@@ -33,6 +33,7 @@ from agentmem.forgetting import ForgettingPolicy
 from agentmem.long_term._validate import (
     MAX_CONTENT_CHARS,
     build_record,
+    check_record,
     memory_id_of,
     query_filter,
     with_changes,
@@ -222,13 +223,25 @@ class LongTermMemory:
         await self.store.aupsert(records, dense, self.sparse.encode_documents(texts))
 
     def _own(self, records: Sequence[MemoryRecord]) -> list[MemoryRecord]:
+        """Check records written as given (imports, replays) exactly like new ones: scope,
+        size and JSON; their content hash is always derived from their content."""
         for record in records:
+            if not isinstance(record, MemoryRecord):
+                msg = f"store_records takes MemoryRecord objects, got {type(record).__name__}"
+                raise InvalidValueError(msg)
             if record.scope.user_id != self.scope.user_id:
                 msg = (
                     f"record {record.id} belongs to user {record.scope.user_id!r}, not "
                     f"{self.scope.user_id!r}; write it through that user's LongTermMemory"
                 )
                 raise InvalidValueError(msg)
+            if record.scope.space != self.scope.space:
+                msg = (
+                    f"record {record.id} belongs to the {record.scope.space!r} space, not "
+                    f"{self.scope.space!r}; memories cannot be written into another space"
+                )
+                raise InvalidValueError(msg)
+            check_record(record)
         return list(records)
 
     # -- reading ---------------------------------------------------------------------------

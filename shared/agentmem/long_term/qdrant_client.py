@@ -23,6 +23,7 @@ Example:
 
 from __future__ import annotations
 
+import threading
 from types import TracebackType
 from typing import Any
 
@@ -31,7 +32,7 @@ from qdrant_client import models as m
 
 from agentmem.errors import ConfigurationError
 from agentmem.long_term import _qdrant_common as qc
-from agentmem.long_term._qdrant_base import QdrantStoreBase
+from agentmem.long_term._qdrant_base import QdrantStoreBase, Steps, T
 from agentmem.long_term.store import DENSE_VECTOR, SPARSE_VECTOR
 
 __all__ = ["QdrantClientStore"]
@@ -93,7 +94,18 @@ class QdrantClientStore(QdrantStoreBase):
                 "only client= (async methods then run it in a worker thread)"
             )
             raise ConfigurationError(msg)
+        # qdrant-client's local mode is plain Python without locking: concurrent calls from
+        # threads corrupt its in-memory indexes (an IndexError inside its payload filters was
+        # seen with 8 writer threads), so this store serializes them. Servers need no lock.
+        self._local_lock: threading.RLock | None = threading.RLock() if self._local else None
         self._ensure_collection()
+        self._backfill_spaces()
+
+    def _run(self, steps: Steps[T]) -> T:
+        if self._local_lock is None:
+            return super()._run(steps)
+        with self._local_lock:
+            return super()._run(steps)
 
     @property
     def collection(self) -> str:
@@ -339,6 +351,8 @@ def _condition(cond: qc.Condition) -> m.Condition:
         return m.HasIdCondition(has_id=list(cond.ids))
     if isinstance(cond, qc.Range):
         return m.FieldCondition(key=cond.key, range=m.Range(gte=cond.gte, lt=cond.lt))
+    if isinstance(cond, qc.IsEmpty):
+        return m.IsEmptyCondition(is_empty=m.PayloadField(key=cond.key))
     if len(cond.values) == 1:
         return m.FieldCondition(key=cond.key, match=m.MatchValue(value=cond.values[0]))
     return m.FieldCondition(key=cond.key, match=m.MatchAny(any=list(cond.values)))  # type: ignore[arg-type]

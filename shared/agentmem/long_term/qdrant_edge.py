@@ -75,6 +75,7 @@ class QdrantEdgeStore(QdrantStoreBase):
         self._lock_file = _lock(self._path)
         try:
             self._shard = self._open_shard()
+            self._backfill_spaces()
         except BaseException:
             _unlock(self._lock_file)
             raise
@@ -323,6 +324,8 @@ def _condition(cond: qc.Condition) -> Any:
         return qe.HasIdCondition(set(cond.ids))
     if isinstance(cond, qc.Range):
         return qe.FieldCondition(cond.key, range=qe.RangeFloat(gte=cond.gte, lt=cond.lt))
+    if isinstance(cond, qc.IsEmpty):
+        return qe.IsEmptyCondition(cond.key)
     if len(cond.values) == 1:
         return qe.FieldCondition(cond.key, match=qe.MatchValue(_value(cond.values[0])))
     return qe.FieldCondition(cond.key, match=qe.MatchAny(list(cond.values)))  # type: ignore[arg-type]

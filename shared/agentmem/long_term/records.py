@@ -30,6 +30,7 @@ from agentmem.types import utcnow
 
 __all__ = [
     "MEMORY_TYPES",
+    "SPACES",
     "MemoryRecord",
     "MemoryType",
     "RecordFilter",
@@ -40,6 +41,13 @@ __all__ = [
 
 MemoryType = Literal["episodic", "semantic", "procedural"]
 MEMORY_TYPES: tuple[str, ...] = get_args(MemoryType)
+
+Space = Literal["memories", "langgraph", "internal"]
+SPACES: tuple[str, ...] = get_args(Space)
+"""The separate spaces of one store: ``memories`` (what users and agents remember),
+``langgraph`` (items of the LangGraph store) and ``internal`` (agentmem's own records).
+A space is a payload field in every filter, never part of an id, so no user id, however it
+is spelled, can reach another space."""
 
 
 def content_hash(content: str) -> str:
@@ -60,7 +68,9 @@ class Scope(BaseModel):
     """Who a memory belongs to. ``user_id`` is required: no memory is unscoped.
 
     ``agent_id`` and ``session_id`` narrow the scope when set; a scope with only
-    ``user_id`` sees all of that user's memories.
+    ``user_id`` sees all of that user's memories. ``space`` (see :data:`SPACES`) keeps
+    LangGraph store items and agentmem's internal records apart from memories; every read
+    and write filters on it as on ``user_id``.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -68,6 +78,7 @@ class Scope(BaseModel):
     user_id: str
     agent_id: str | None = None
     session_id: str | None = None
+    space: Space = "memories"
 
     @field_validator("user_id", "agent_id", "session_id")
     @classmethod
@@ -173,8 +184,9 @@ class MemoryRecord(BaseModel):
 
     @model_validator(mode="after")
     def _derived(self) -> MemoryRecord:
-        if not self.content_hash:
-            object.__setattr__(self, "content_hash", content_hash(self.content))
+        # Always derived, never taken from the caller: an imported record carrying another
+        # text's hash would otherwise make a later write of that text "reinforce" it.
+        object.__setattr__(self, "content_hash", content_hash(self.content))
         if self.valid_from is None:
             object.__setattr__(self, "valid_from", self.created_at)
         return self
@@ -213,6 +225,7 @@ class MemoryRecord(BaseModel):
             "user_id": self.scope.user_id,
             "agent_id": self.scope.agent_id,
             "session_id": self.scope.session_id,
+            "space": self.scope.space,
             "importance": self.importance,
             "access_count": self.access_count,
             "superseded_by": self.superseded_by,
@@ -246,6 +259,7 @@ class MemoryRecord(BaseModel):
                 user_id=payload["user_id"],
                 agent_id=payload.get("agent_id"),
                 session_id=payload.get("session_id"),
+                space=payload.get("space") or "memories",
             ),
             importance=payload.get("importance", 0.5),
             created_at=_parse(payload.get("created_at")) or utcnow(),
