@@ -24,6 +24,7 @@ from langchain_core.messages import (
 from langchain_core.messages.tool import ToolCall as LCToolCall
 from langchain_core.messages.tool import invalid_tool_call
 
+from agentmem._storable import find_json_problem, json_problem
 from agentmem.errors import InvalidMessageError
 from agentmem.types import ROLES, Message, ToolCall
 
@@ -38,12 +39,16 @@ _META_STATUS = "lc_status"
 _META_INVALID = "lc_invalid_tool_calls"
 
 
-def _json_or_none(value: Any) -> Any:
-    try:
-        json.dumps(value, allow_nan=False)
-    except (TypeError, ValueError):
-        return None
-    return value
+def _json_or_none(value: Any, what: str) -> Any:
+    """``value`` if it can be stored; ``None`` if JSON has no form for it (a client object,
+    NaN: not persistable); raises for JSON data that cannot be stored (a lone surrogate,
+    nesting deeper than 64 levels)."""
+    problem = find_json_problem(value, what=what)
+    if problem is None:
+        return value
+    if problem.representable:
+        raise InvalidMessageError(problem.message)
+    return None
 
 
 def _text_of(content: str | list[Any], policy: ContentPolicy) -> tuple[str, bool]:
@@ -88,26 +93,26 @@ def from_langchain(message: BaseMessage, *, content_blocks: ContentPolicy = "kee
     if message.id is not None:
         meta[_META_ID] = message.id
     if rich and content_blocks == "keep":
-        blocks = _json_or_none(message.content)
+        blocks = _json_or_none(message.content, "message content blocks")
         if blocks is None:
-            msg = "message content blocks must be JSON-serializable to be stored"
+            msg = (
+                "message content blocks must be JSON-serializable to be stored; "
+                f"{json_problem(message.content, what='the content')}"
+            )
             raise InvalidMessageError(msg)
         meta[_META_CONTENT] = blocks
-    kwargs = _json_or_none(dict(message.additional_kwargs))
+    kwargs = _json_or_none(dict(message.additional_kwargs), "additional_kwargs")
     if kwargs:
         meta[_META_KWARGS] = kwargs
     fields: dict[str, Any] = {"name": message.name, "metadata": meta}
     if isinstance(message, AIMessage):
         fields["tool_calls"] = tuple(
-            ToolCall(
-                id=call.get("id") or "",
-                name=call["name"],
-                arguments=json.dumps(call["args"], ensure_ascii=False),
-            )
+            ToolCall.create(call.get("id") or "", call["name"], call["args"])
             for call in message.tool_calls
         )
         if message.invalid_tool_calls:
-            meta[_META_INVALID] = _json_or_none([dict(c) for c in message.invalid_tool_calls])
+            invalid = [dict(c) for c in message.invalid_tool_calls]
+            meta[_META_INVALID] = _json_or_none(invalid, "invalid_tool_calls")
     if isinstance(message, ToolMessage):
         fields["tool_call_id"] = message.tool_call_id
         if message.status != "success":

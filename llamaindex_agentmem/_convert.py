@@ -21,6 +21,8 @@ from llama_index.core.base.llms.types import (
     ToolCallBlock,
 )
 
+from agentmem._storable import find_json_problem
+from agentmem.errors import InvalidMessageError
 from agentmem.types import Message, ToolCall
 
 __all__ = ["META_KEY", "from_agentmem", "text_of", "to_agentmem", "to_agentmem_many"]
@@ -45,11 +47,18 @@ def text_of(message: ChatMessage) -> str:
     return "\n".join(b.text for b in message.blocks if isinstance(b, TextBlock))
 
 
-def _jsonable(value: object) -> Any:
-    """``value`` as JSON data, or raise ``TypeError``."""
+def _jsonable(value: object, what: str) -> Any:
+    """``value`` as JSON data; ``TypeError`` if JSON has no form for it, and
+    ``InvalidMessageError`` if it is JSON data that cannot be stored (a lone surrogate,
+    nesting deeper than 64 levels)."""
     dump = getattr(value, "model_dump", None)
     if callable(dump):
         value = dump(mode="json")
+    problem = find_json_problem(value, what=what)
+    if problem is not None:
+        if problem.representable:
+            raise InvalidMessageError(problem.message)
+        raise TypeError(problem.message)
     return json.loads(json.dumps(value, ensure_ascii=False, allow_nan=False))
 
 
@@ -57,21 +66,16 @@ def _call_from_kwarg(item: object) -> ToolCall:
     tool_id = getattr(item, "tool_id", None)
     if tool_id is not None:  # a ToolSelection
         kwargs = getattr(item, "tool_kwargs", {})
-        return ToolCall(
-            id=str(tool_id),
-            name=str(getattr(item, "tool_name", "")),
-            arguments=json.dumps(kwargs, ensure_ascii=False),
-        )
-    data = item if isinstance(item, Mapping) else _jsonable(item)
+        return ToolCall.create(str(tool_id), str(getattr(item, "tool_name", "")), kwargs)
+    data = item if isinstance(item, Mapping) else _jsonable(item, "a tool call")
     return ToolCall.from_dict(data)
 
 
 def _call_from_block(block: ToolCallBlock, index: int) -> tuple[ToolCall, bool]:
     kwargs = block.tool_kwargs
     raw = isinstance(kwargs, str)
-    text = kwargs if isinstance(kwargs, str) else json.dumps(kwargs, ensure_ascii=False)
     call_id = block.tool_call_id or f"call_{index}"
-    return ToolCall(id=call_id, name=block.tool_name, arguments=text or "{}"), raw
+    return ToolCall.create(call_id, block.tool_name, kwargs or "{}"), raw
 
 
 def to_agentmem(message: ChatMessage) -> Message:
@@ -110,7 +114,7 @@ def to_agentmem(message: ChatMessage) -> Message:
     if raw_ids:
         meta["raw_kwargs"] = raw_ids
     if other_blocks:
-        meta["blocks"] = [_jsonable(b) for b in message.blocks]
+        meta["blocks"] = [_jsonable(b, "a content block") for b in message.blocks]
 
     name = extra.pop("name", None)
     tool_call_id = extra.pop("tool_call_id", None)
@@ -125,7 +129,9 @@ def to_agentmem(message: ChatMessage) -> Message:
     kept: dict[str, Any] = {}
     for key, value in extra.items():
         try:
-            kept[key] = _jsonable(value)
+            kept[key] = _jsonable(value, f"additional_kwargs[{key!r}]")
+        except InvalidMessageError:
+            raise
         except (TypeError, ValueError):
             continue  # not JSON data (a client object, a stream): not persistable
     if kept:

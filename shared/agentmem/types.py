@@ -25,17 +25,26 @@ from pydantic import (
     Field,
     PrivateAttr,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
 
 from agentmem._pydantic import describe
+from agentmem._storable import json_problem, json_text, text_problem
 from agentmem.errors import InvalidMessageError
 
 __all__ = ["ROLES", "Message", "MessageLike", "Role", "ToolCall", "to_message", "utcnow"]
 
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: tuple[str, ...] = get_args(Role)
+
+
+def _storable_text(value: str, what: str) -> str:
+    problem = text_problem(value, what=what)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
 
 
 def utcnow() -> datetime:
@@ -62,6 +71,11 @@ class ToolCall(BaseModel):
     name: str = Field(min_length=1)
     arguments: str = "{}"
 
+    @field_validator("id", "name", "arguments")
+    @classmethod
+    def _encodable(cls, value: str, info: ValidationInfo) -> str:
+        return _storable_text(value, f"tool call {info.field_name}")
+
     def to_dict(self) -> dict[str, Any]:
         """The OpenAI wire format of this call."""
         return {
@@ -71,6 +85,25 @@ class ToolCall(BaseModel):
         }
 
     @classmethod
+    def create(cls, id: object, name: object, arguments: object = "{}") -> ToolCall:
+        """Validate and build a call, raising :class:`InvalidMessageError` on bad input.
+
+        Args:
+            id: The provider's call id.
+            name: The function name.
+            arguments: The arguments as JSON text, or as a JSON value to serialize.
+
+        Example:
+            >>> ToolCall.create("c1", "get_weather", {"city": "Oslo"}).arguments
+            '{"city": "Oslo"}'
+        """
+        text = _arguments_text(arguments, sort_keys=False)
+        try:
+            return cls(id=id, name=name, arguments=text)  # type: ignore[arg-type]
+        except ValidationError as exc:
+            raise InvalidMessageError(describe(exc, "tool call")) from None
+
+    @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ToolCall:
         """Parse the OpenAI wire format (``{"id", "function": {...}}``) or a flat dict."""
         fn = data.get("function")
@@ -78,9 +111,21 @@ class ToolCall(BaseModel):
             name, arguments = fn.get("name"), fn.get("arguments", "{}")
         else:
             name, arguments = data.get("name"), data.get("arguments", data.get("args", "{}"))
-        if not isinstance(arguments, str):
-            arguments = json.dumps(arguments, ensure_ascii=False, sort_keys=True)
+        arguments = _arguments_text(arguments, sort_keys=True)
         return cls(id=data.get("id", ""), name=name or "", arguments=arguments)
+
+
+def _arguments_text(arguments: object, *, sort_keys: bool) -> str:
+    if isinstance(arguments, str):
+        return arguments
+    problem = json_problem(arguments, what="tool call arguments")
+    if problem is not None:
+        raise InvalidMessageError(problem)
+    try:
+        return json.dumps(arguments, ensure_ascii=False, sort_keys=sort_keys)
+    except (TypeError, ValueError) as exc:
+        msg = f"tool call arguments must be JSON-serializable: {exc}"
+        raise InvalidMessageError(msg) from None
 
 
 class Message(BaseModel):
@@ -94,7 +139,10 @@ class Message(BaseModel):
         tool_call_id: For ``tool`` messages, the id of the call they answer (required).
         timestamp: When the message was created (timezone-aware).
         id: Unique id (hex UUID4 unless given).
-        metadata: Free-form JSON-serializable data; never sent to the model.
+        metadata: Free-form JSON-serializable data (at most 64 levels of nesting); never
+            sent to the model.
+
+    Every text must be encodable as UTF-8 (no lone surrogates such as ``"\\ud800"``).
 
     Example:
         >>> call = ToolCall(id="c1", name="get_weather", arguments='{"city": "Oslo"}')
@@ -132,7 +180,12 @@ class Message(BaseModel):
                 "serialize structured content (for example with json.dumps) before adding it"
             )
             raise ValueError(msg)
-        return value
+        return _storable_text(value, "message content")
+
+    @field_validator("name", "tool_call_id", "id")
+    @classmethod
+    def _encodable(cls, value: str | None, info: ValidationInfo) -> str | None:
+        return None if value is None else _storable_text(value, f"message {info.field_name}")
 
     @field_validator("timestamp")
     @classmethod
@@ -145,11 +198,7 @@ class Message(BaseModel):
     @field_validator("metadata")
     @classmethod
     def _json_metadata(cls, value: dict[str, Any]) -> dict[str, Any]:
-        try:
-            json.dumps(value, allow_nan=False)
-        except (TypeError, ValueError) as exc:
-            msg = f"metadata must be JSON-serializable without NaN/Infinity: {exc}"
-            raise ValueError(msg) from exc
+        json_text(value, what="metadata")  # raises InvalidValueError, a ValueError
         return value
 
     @model_validator(mode="after")

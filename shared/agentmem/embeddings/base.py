@@ -10,6 +10,8 @@ Every embedder in agentmem validates its input the same way:
 * a text that is not a ``str``, or is empty or only whitespace, raises
   :class:`~agentmem.errors.InvalidValueError` (such a vector would mean nothing and would
   match everything equally);
+* a text holding a lone surrogate (``"\\ud800"``, not encodable as UTF-8) raises
+  :class:`~agentmem.errors.InvalidValueError` before any model or tokenizer sees it;
 * a bare string passed where a list is expected raises
   :class:`~agentmem.errors.InvalidValueError` (it would otherwise be embedded per character).
 
@@ -35,6 +37,7 @@ from collections.abc import Sequence
 # model or sends a probe request.
 from typing_extensions import Protocol, runtime_checkable
 
+from agentmem._storable import check_storable_text
 from agentmem.errors import DimensionMismatchError, InvalidValueError
 
 __all__ = ["Embedder", "check_dimension", "validate_text", "validate_texts"]
@@ -81,7 +84,8 @@ class Embedder(Protocol):
 
 
 def validate_text(text: object, *, what: str = "text") -> str:
-    """Return ``text`` if it is a non-blank string, else raise ``InvalidValueError``.
+    """Return ``text`` if it is a non-blank, UTF-8 encodable string, else raise
+    ``InvalidValueError``.
 
     Example:
         >>> validate_text("hello")
@@ -97,7 +101,7 @@ def validate_text(text: object, *, what: str = "text") -> str:
     if not text.strip():
         msg = f"{what} to embed is empty or only whitespace; skip it instead of embedding it"
         raise InvalidValueError(msg)
-    return text
+    return check_storable_text(text, what=f"{what} to embed")
 
 
 def validate_texts(texts: object) -> list[str]:

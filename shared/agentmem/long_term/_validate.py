@@ -6,13 +6,13 @@ a bad search mode) before anything is embedded or written.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from pydantic import ValidationError
 
 from agentmem._pydantic import describe
+from agentmem._storable import check_storable_text, json_text
 from agentmem.errors import ConfigurationError, InvalidValueError
 from agentmem.long_term.ranking import SearchMode
 from agentmem.long_term.records import MEMORY_TYPES, MemoryRecord, RecordFilter, Scope
@@ -52,15 +52,11 @@ def _check_content(content: object) -> str:
             "limit; split it into several memories"
         )
         raise InvalidValueError(msg)
-    return content
+    return check_storable_text(content, what="memory content")
 
 
 def _check_metadata(metadata: Mapping[str, Any] | None) -> None:
-    try:
-        json.dumps(metadata or {}, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        msg = f"metadata must be JSON-serializable without NaN/Infinity: {exc}"
-        raise InvalidValueError(msg) from None
+    json_text(metadata or {}, what="memory metadata")
 
 
 def build_record(
@@ -104,6 +100,7 @@ def query_filter(
     if not isinstance(query, str) or not query.strip():
         msg = "query must be a non-empty string"
         raise InvalidValueError(msg)
+    check_storable_text(query, what="query")
     if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= 1000:
         msg = f"top_k must be an integer in [1, 1000], got {top_k!r}"
         raise InvalidValueError(msg)

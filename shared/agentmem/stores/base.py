@@ -24,13 +24,13 @@ Example:
 
 from __future__ import annotations
 
-import json
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from agentmem._async import run_in_executor
+from agentmem._storable import MAX_DOCUMENT_DEPTH, check_storable_text, json_text
 from agentmem.errors import InvalidMessageError, InvalidSessionIdError, InvalidValueError
 from agentmem.types import Message
 
@@ -79,7 +79,7 @@ def check_state_key(key: object) -> str:
     if not isinstance(key, str) or not key:
         msg = f"state key must be a non-empty string, got {key!r}"
         raise InvalidValueError(msg)
-    return key
+    return check_storable_text(key, what="state key")
 
 
 def check_messages(messages: Sequence[object]) -> list[Message]:
@@ -101,16 +101,14 @@ def dump_state(value: dict[str, Any]) -> str:
     """Serialize a state document to JSON text, refusing what JSON cannot hold losslessly.
 
     Raises:
-        InvalidValueError: ``value`` is not a dict, or holds non-JSON values, NaN or Infinity.
+        InvalidValueError: ``value`` is not a dict, or holds non-JSON values, NaN or Infinity,
+            lone surrogates, or lists/dicts nested more than 128 levels deep.
     """
     if not isinstance(value, dict):
         msg = f"session state must be a dict, got {type(value).__name__}"
         raise InvalidValueError(msg)
-    try:
-        return json.dumps(value, allow_nan=False, ensure_ascii=False)
-    except (TypeError, ValueError) as exc:
-        msg = f"session state must be JSON-serializable without NaN/Infinity: {exc}"
-        raise InvalidValueError(msg) from exc
+    # State documents wrap checked values (a working-memory variable sits 3 levels down).
+    return json_text(value, what="session state", max_depth=MAX_DOCUMENT_DEPTH)
 
 
 class StoredMessage(NamedTuple):

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from agentmem._storable import check_storable_text, json_text
 from agentmem.errors import ConfigurationError, InvalidValueError
 from agentmem.working.models import TASK_STATUSES
 
@@ -66,19 +67,13 @@ def check_key(key: object) -> str:
     if any(ord(ch) < 32 or ord(ch) == 127 for ch in key):
         msg = f"variable key {key!r} contains control characters (newline, tab, ...); remove them"
         raise InvalidValueError(msg)
-    return key
+    return check_storable_text(key, what="variable key")
 
 
 def normalize_value(key: str, value: object, max_bytes: int) -> Any:
-    """The JSON round trip of ``value``, refusing non-JSON values, NaN/Infinity and huge values."""
-    try:
-        text = json.dumps(value, allow_nan=False, ensure_ascii=False)
-    except (TypeError, ValueError, RecursionError) as exc:
-        msg = (
-            f"value for variable {key!r} must be JSON-serializable without NaN/Infinity "
-            f"(got {type(value).__name__}: {exc}); convert it to str, numbers, lists and dicts"
-        )
-        raise InvalidValueError(msg) from None
+    """The JSON round trip of ``value``, refusing non-JSON values, NaN/Infinity, lone
+    surrogates, nesting deeper than ``MAX_JSON_DEPTH`` (64) and huge values."""
+    text = json_text(value, what=f"value for variable {key!r}")
     size = len(text.encode("utf-8"))
     if size > max_bytes:
         msg = (
@@ -97,7 +92,7 @@ def check_text(text: object, what: str, max_bytes: int) -> str:
     if not text.strip():
         msg = f"{what} must not be empty or blank"
         raise InvalidValueError(msg)
-    size = len(text.encode("utf-8"))
+    size = len(check_storable_text(text, what=what).encode("utf-8"))
     if size > max_bytes:
         msg = f"{what} is {size:,} bytes; the limit is {max_bytes:,} (max_value_bytes)"
         raise InvalidValueError(msg)

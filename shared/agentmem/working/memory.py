@@ -141,7 +141,8 @@ class WorkingMemory(WorkingMemoryCore):
 
         Args:
             key: Non-blank name (at most 256 characters, no control characters).
-            value: A JSON-serializable value (no NaN/Infinity), at most ``max_value_bytes``.
+            value: A JSON-serializable value (no NaN/Infinity, no lone surrogates, lists and
+                dicts nested at most 64 levels deep), at most ``max_value_bytes``.
             ttl: Expire after this many seconds (or this ``timedelta``) of clock time.
             ttl_turns: Expire after this many :meth:`advance_turn` calls.
 
