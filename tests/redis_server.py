@@ -2,7 +2,8 @@
 
 The server keeps an append-only file fsynced on every write (``--appendfsync always``) and no
 RDB snapshots, so :meth:`RedisServer.restart` (SIGKILL, then start again on the same port and
-directory) loses nothing the server acknowledged.
+directory) loses nothing the server acknowledged. :meth:`RedisServer.pause` and
+:meth:`RedisServer.resume` (SIGSTOP, SIGCONT) simulate a stalled server.
 
 Example:
     >>> with RedisServer.start(tmp_dir) as server:  # doctest: +SKIP
@@ -12,7 +13,9 @@ Example:
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -58,6 +61,7 @@ class RedisServer:
         self._executable = executable
         self._appendfsync = appendfsync
         self._process: subprocess.Popen[bytes] | None = None
+        self._paused = False
 
     @property
     def url(self) -> str:
@@ -138,14 +142,32 @@ class RedisServer:
             self._process.kill()
             self._process.wait()
             self._process = None
+            self._paused = False
 
-    def restart(self) -> None:
-        """SIGKILL the server, then start it again on the same port and directory."""
+    def restart(self, *, downtime: float = 0.0) -> None:
+        """SIGKILL the server, wait ``downtime`` s, then start it again (same port and dir)."""
         self.kill()
+        if downtime > 0:
+            time.sleep(downtime)
         self._spawn()
 
+    def pause(self) -> None:
+        """SIGSTOP the server: connections still open, but nothing is read or answered."""
+        if self._process is None:
+            msg = "redis-server is not running"
+            raise RedisServerError(msg)
+        os.kill(self._process.pid, signal.SIGSTOP)
+        self._paused = True
+
+    def resume(self) -> None:
+        """SIGCONT a paused server (a no-op when it is not paused)."""
+        if self._process is not None and self._paused:
+            os.kill(self._process.pid, signal.SIGCONT)
+        self._paused = False
+
     def stop(self) -> None:
-        """Terminate the server (idempotent)."""
+        """Terminate the server (idempotent; resumes it first if it is paused)."""
+        self.resume()
         if self._process is not None:
             self._process.terminate()
             try:

@@ -32,6 +32,7 @@ from agentmem.errors import (
     LLMResponseError,
     LLMTimeoutError,
     StoreError,
+    StoreUnavailableError,
     TokenizerUnavailableError,
 )
 from agentmem.forgetting import ForgettingPolicy, ForgettingReport
@@ -96,6 +97,7 @@ __all__ = [
     "SlidingWindowMemory",
     "SparseEncoder",
     "StoreError",
+    "StoreUnavailableError",
     "StructuredChatModel",
     "SummaryBufferMemory",
     "Task",

@@ -15,7 +15,9 @@ also from the builtin it refines, so ``except ValueError`` keeps working::
     ├── StoreError (RuntimeError)             a message/state store failed
     │   ├── StoreClosedError                  used after close()
     │   ├── StoreLockedError                  another process holds the on-disk store
-    │   └── StoreConflictError                a concurrent writer won a compare-and-set
+    │   ├── StoreConflictError                a concurrent writer won a compare-and-set
+    │   └── StoreUnavailableError             server unreachable or too slow; says whether a
+    │                                         write was not applied or its outcome is unknown
     └── LLMError (RuntimeError)               the language model failed
         ├── LLMTimeoutError (TimeoutError)
         ├── LLMConnectionError (ConnectionError)
@@ -31,6 +33,8 @@ Example:
 """
 
 from __future__ import annotations
+
+from typing import Literal, get_args
 
 __all__ = [
     "AgentMemError",
@@ -49,8 +53,14 @@ __all__ = [
     "StoreConflictError",
     "StoreError",
     "StoreLockedError",
+    "StoreOutcome",
+    "StoreUnavailableError",
     "TokenizerUnavailableError",
 ]
+
+#: What is known about the effect of a store call that failed for want of the server:
+#: ``"not_applied"`` (certainly no effect) or ``"unknown"`` (a write may have been applied).
+StoreOutcome = Literal["not_applied", "unknown"]
 
 
 class AgentMemError(Exception):
@@ -102,6 +112,39 @@ class StoreClosedError(StoreError):
 
 class StoreConflictError(StoreError):
     """A concurrent writer changed the value between our read and our write."""
+
+
+class StoreUnavailableError(StoreError):
+    """The store's server could not be reached, or did not answer within the time allowed.
+
+    ``outcome`` tells what a retry has to take into account:
+
+    * ``"not_applied"``: the call certainly changed nothing, because the connection failed
+      before its request was sent, or because it was a read. Retrying is always safe.
+    * ``"unknown"``: a write was sent but its reply never came back (a timeout, or the
+      connection dropped): it may or may not have been applied. Retry only in a way that is
+      correct either way. The session stores' writes are: an append is idempotent by message
+      id, so retry it with the *same* ``Message`` objects (new ones get new ids and would be
+      stored twice); ``set_state``, ``delete_state`` and ``clear`` can simply be repeated.
+
+    Attributes:
+        outcome: ``"not_applied"`` or ``"unknown"`` (see above).
+
+    Example:
+        >>> from agentmem.errors import StoreUnavailableError
+        >>> try:
+        ...     raise StoreUnavailableError("Redis timed out", outcome="unknown")
+        ... except StoreUnavailableError as exc:
+        ...     exc.outcome
+        'unknown'
+    """
+
+    def __init__(self, message: str, *, outcome: StoreOutcome = "unknown") -> None:
+        if outcome not in get_args(StoreOutcome):
+            msg = f"outcome must be one of {get_args(StoreOutcome)}, got {outcome!r}"
+            raise ValueError(msg)
+        super().__init__(message)
+        self.outcome: StoreOutcome = outcome
 
 
 class LLMError(AgentMemError, RuntimeError):

@@ -1,28 +1,50 @@
-"""Key names, Lua scripts and reply helpers of the Redis session store (private helper).
+"""Key names, Lua scripts, retries and error mapping of the Redis session store (private helper).
 
 Every key of one session carries the session id as a Redis Cluster hash tag,
 ``{prefix}:{<session_id>}:<part>``, so the scripts below touch a single slot and run
 atomically on a cluster node as well as on a single server.
+
+**Bounded calls.** :func:`store_errors` wraps each store call in a *call context* (a context
+variable, so it follows the call into redis-py in the same thread or asyncio task). It holds
+the call's deadline, which :class:`DeadlineRetry` and :class:`AsyncDeadlineRetry` respect in
+every retry loop redis-py runs for the call (connect, health check, command), and a *sent*
+flag that the connection classes installed by :func:`track_sends` raise just before one of
+the call's commands goes out. A failed write whose flag is still down was certainly not
+applied; otherwise its outcome is unknown.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import inspect
 import json
-from collections.abc import Iterator, Sequence
+import logging
+import math
+import time
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, NamedTuple
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any, NamedTuple, TypeVar, cast
 
 import redis
 import redis.asyncio
+import redis.asyncio.connection
+import redis.asyncio.retry
+import redis.connection
+from redis.backoff import AbstractBackoff
+from redis.retry import Retry
 
-from agentmem.errors import StoreError
+from agentmem.errors import StoreError, StoreOutcome, StoreUnavailableError
 from agentmem.stores.base import StoredMessage
 from agentmem.types import Message
 
 __all__ = [
     "APPEND",
     "STATE",
+    "AsyncDeadlineRetry",
+    "DeadlineRetry",
     "LuaScript",
     "SessionKeys",
     "address",
@@ -30,7 +52,12 @@ __all__ = [
     "parse_state",
     "store_errors",
     "text",
+    "track_sends",
 ]
+
+logger = logging.getLogger("agentmem.stores.redis")
+
+T = TypeVar("T")
 
 
 def text(value: Any) -> str:
@@ -55,20 +82,332 @@ def address(client: redis.Redis | redis.asyncio.Redis) -> str:
     return f"{kwargs.get('host', '?')}:{kwargs.get('port', '?')}/{kwargs.get('db', 0)}"
 
 
+# -- the call context ----------------------------------------------------------------------
+
+
+@dataclass
+class _Call:
+    """One store call: when it must give up, and whether one of its commands went out."""
+
+    deadline: float  # time.monotonic() value; inf = no deadline
+    sent: bool = False
+
+
+_CALL: ContextVar[_Call | None] = ContextVar("agentmem_redis_call", default=None)
+
+
+def _note_sent() -> None:
+    call = _CALL.get()
+    if call is not None:
+        call.sent = True
+
+
 @contextmanager
-def store_errors(where: str, action: str) -> Iterator[None]:
-    """Re-raise redis-py errors as :class:`StoreError` saying what failed and what to check."""
+def store_errors(
+    where: str,
+    action: str,
+    *,
+    budget: float | None = None,
+    tracks_sends: bool = False,
+    retry_advice: str | None = None,
+) -> Iterator[None]:
+    """Run one store call; re-raise redis-py errors as :class:`StoreError` saying what failed.
+
+    Args:
+        where: The server address, for messages.
+        action: What the call was doing ("appending to session 's1'").
+        budget: Seconds the call may take, retries included (``None``: no deadline). The
+            deadline retry classes below stop retrying when the next try could not finish
+            within it.
+        tracks_sends: Whether the client's connections report sends (see
+            :func:`track_sends`); without that a failed write's outcome is always unknown.
+        retry_advice: ``None`` for a read. For a write, how to retry it safely when its
+            outcome is unknown; it ends the error message.
+
+    Raises:
+        StoreUnavailableError: The server could not be reached or did not answer in time;
+            ``outcome`` is ``"unknown"`` when a write may have been applied.
+        StoreError: Redis answered with an error.
+    """
+    started = time.monotonic()
+    call = _Call(deadline=math.inf if budget is None else started + budget)
+    token = _CALL.set(call)
     try:
         yield
     except (redis.ConnectionError, redis.TimeoutError) as exc:
-        msg = (
-            f"cannot reach Redis at {where} while {action} ({exc}); check that the server "
-            "is running and the URL is right (from_url clients retry with backoff)"
-        )
-        raise StoreError(msg) from exc
+        took = time.monotonic() - started
+        outcome: StoreOutcome = "not_applied"
+        if retry_advice is not None and (call.sent or not tracks_sends):
+            outcome = "unknown"
+        raise StoreUnavailableError(
+            _unavailable_message(where, action, exc, took, outcome, call.sent, retry_advice),
+            outcome=outcome,
+        ) from exc
     except redis.RedisError as exc:
         msg = f"Redis at {where} failed while {action}: {exc}"
         raise StoreError(msg) from exc
+    finally:
+        _CALL.reset(token)
+
+
+def _unavailable_message(
+    where: str,
+    action: str,
+    exc: Exception,
+    took: float,
+    outcome: StoreOutcome,
+    sent: bool,
+    retry_advice: str | None,
+) -> str:
+    what = "timed out" if isinstance(exc, redis.TimeoutError) else "failed"
+    head = (
+        f"Redis at {where} is unavailable: {action} {what} after {took:.1f} s, "
+        f"retries included ({type(exc).__name__}: {exc}). "
+    )
+    check = (
+        "Check that the server is running, reachable and not overloaded, and that the URL "
+        "is right; from_url(..., timeout=, deadline=) sets how long a call may wait."
+    )
+    if retry_advice is None:  # a read
+        return head + check
+    if outcome == "not_applied":
+        return (
+            head + "Nothing was written (outcome 'not_applied'): the request was never "
+            "sent, so retrying is safe. " + check
+        )
+    why = (
+        "the request was sent but no reply came back"
+        if sent
+        else "a store given its clients (rather than built by from_url) cannot tell "
+        "whether the request was sent"
+    )
+    return (
+        head + f"The write may or may not have been applied (outcome 'unknown'): {why}. "
+        f"To retry safely, {retry_advice}. " + check
+    )
+
+
+# -- retries bounded by the call's deadline ------------------------------------------------
+
+
+def _deadline(budget: float | None) -> float:
+    call = _CALL.get()
+    if call is not None:
+        return call.deadline
+    return math.inf if budget is None else time.monotonic() + budget
+
+
+def _next_delay(
+    backoff: AbstractBackoff,
+    retries: int,
+    attempt_time: float,
+    failures: int,
+    deadline: float,
+    error: Exception,
+) -> float | None:
+    """Seconds to wait before the next try, or ``None`` to give up."""
+    if 0 <= retries < failures:
+        return None
+    delay = float(backoff.compute(failures))
+    if time.monotonic() + delay + attempt_time > deadline:
+        logger.debug("Redis: giving up after %d failed tries (deadline): %r", failures, error)
+        return None
+    logger.debug("Redis: try %d failed (%r); retrying in %.2f s", failures, error, delay)
+    return delay
+
+
+class DeadlineRetry(Retry):
+    """A redis-py ``Retry`` that also stops at the deadline of the running store call.
+
+    A retry is only started when it could end, at its ``attempt_time`` (the socket
+    timeout), before the deadline of the store call under way (see :func:`store_errors`),
+    or before ``budget`` seconds from the start of this retry loop outside a store call.
+
+    Args:
+        backoff: The redis-py backoff between tries.
+        retries: At most this many retries per loop (redis-py nests a few loops per call).
+        supported_errors: The errors that are retried.
+        attempt_time: The longest one try is expected to take (the socket timeout).
+        budget: Seconds a retry loop may take when no store call is under way.
+    """
+
+    def __init__(
+        self,
+        backoff: AbstractBackoff,
+        retries: int,
+        supported_errors: tuple[type[Exception], ...],
+        *,
+        attempt_time: float,
+        budget: float | None,
+    ) -> None:
+        super().__init__(backoff, retries, supported_errors)
+        self.attempt_time = attempt_time
+        self.budget = budget
+
+    def call_with_retry(
+        self,
+        do: Callable[[], T],
+        fail: Callable[[Exception], Any] | Callable[[Exception, int], Any],
+        is_retryable: Callable[[Exception], bool] | None = None,
+        with_failure_count: bool = False,
+    ) -> T:
+        deadline = _deadline(self.budget)
+        on_failure = cast("Callable[..., Any]", fail)
+        self._backoff.reset()  # type: ignore[no-untyped-call]
+        failures = 0
+        while True:
+            try:
+                return do()
+            except self._supported_errors as error:
+                if is_retryable is not None and not is_retryable(error):
+                    raise
+                failures += 1
+                on_failure(error, failures) if with_failure_count else on_failure(error)
+                delay = _next_delay(
+                    self._backoff, self._retries, self.attempt_time, failures, deadline, error
+                )
+                if delay is None:
+                    raise
+                if delay > 0:
+                    time.sleep(delay)
+
+
+class AsyncDeadlineRetry(redis.asyncio.retry.Retry):
+    """The asyncio twin of :class:`DeadlineRetry` (same arguments, same policy)."""
+
+    def __init__(
+        self,
+        backoff: AbstractBackoff,
+        retries: int,
+        supported_errors: tuple[type[redis.RedisError], ...],
+        *,
+        attempt_time: float,
+        budget: float | None,
+    ) -> None:
+        super().__init__(backoff, retries, supported_errors)
+        self.attempt_time = attempt_time
+        self.budget = budget
+
+    async def call_with_retry(
+        self,
+        do: Callable[[], Awaitable[T]],
+        fail: Callable[[Exception], Any] | Callable[[Exception, int], Any],
+        is_retryable: Callable[[Exception], bool] | None = None,
+        with_failure_count: bool = False,
+    ) -> T:
+        deadline = _deadline(self.budget)
+        on_failure = cast("Callable[..., Any]", fail)
+        self._backoff.reset()  # type: ignore[no-untyped-call]
+        failures = 0
+        while True:
+            try:
+                return await do()
+            except self._supported_errors as error:
+                if is_retryable is not None and not is_retryable(error):
+                    raise
+                failures += 1
+                result = on_failure(error, failures) if with_failure_count else on_failure(error)
+                if inspect.isawaitable(result):
+                    await result
+                delay = _next_delay(
+                    self._backoff, self._retries, self.attempt_time, failures, deadline, error
+                )
+                if delay is None:
+                    raise
+                if delay > 0:
+                    await asyncio.sleep(delay)
+
+
+# -- telling the call context when a command goes out ---------------------------------------
+
+
+class _SendTracking(redis.connection.AbstractConnection):
+    """Mixin for a redis-py connection class: raise the call's *sent* flag just before one
+    of its commands is written. Connecting (with its handshake) and the health-check PING
+    happen first and do not count: while they fail, nothing of the caller's has gone out."""
+
+    _nesting = 0  # > 0 while connecting or health-checking: those sends are ours, not the call's
+
+    def connect(self) -> None:
+        self._nesting += 1
+        try:
+            super().connect()  # type: ignore[no-untyped-call]
+        finally:
+            self._nesting -= 1
+
+    def check_health(self) -> None:
+        self._nesting += 1
+        try:
+            super().check_health()  # type: ignore[no-untyped-call]
+        finally:
+            self._nesting -= 1
+
+    def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+        if not self._nesting:
+            self.connect()  # a no-op when connected
+            if check_health:
+                self.check_health()
+            _note_sent()
+            check_health = False
+        super().send_packed_command(command, check_health=check_health)  # type: ignore[no-untyped-call]
+
+
+class _AsyncSendTracking(redis.asyncio.connection.AbstractConnection):
+    """The asyncio twin of :class:`_SendTracking`."""
+
+    _nesting = 0
+
+    async def connect(self) -> None:
+        self._nesting += 1
+        try:
+            await super().connect()  # type: ignore[no-untyped-call]
+        finally:
+            self._nesting -= 1
+
+    async def check_health(self) -> None:
+        self._nesting += 1
+        try:
+            await super().check_health()  # type: ignore[no-untyped-call]
+        finally:
+            self._nesting -= 1
+
+    async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+        if not self._nesting:
+            await self.connect()
+            if check_health:
+                await self.check_health()
+            _note_sent()
+            check_health = False
+        await super().send_packed_command(command, check_health=check_health)
+
+
+_TRACKING_CLASSES: dict[type, type] = {}
+
+
+def track_sends(client: redis.Redis | redis.asyncio.Redis) -> bool:
+    """Make the connections ``client`` opens from now on report sends to the call context.
+
+    Swaps the pool's connection class (plain TCP, TLS or Unix socket, as the URL chose) for
+    a subclass with the tracking mixin; call it before the client first connects. Returns
+    ``False`` (and changes nothing) for a connection class it does not know.
+    """
+    pool = client.connection_pool
+    base: type = pool.connection_class
+    if issubclass(base, (_SendTracking, _AsyncSendTracking)):
+        return True
+    mixin: type
+    if issubclass(base, redis.asyncio.connection.AbstractConnection):
+        mixin = _AsyncSendTracking
+    elif issubclass(base, redis.connection.AbstractConnection):
+        mixin = _SendTracking
+    else:
+        return False
+    tracked = _TRACKING_CLASSES.get(base)
+    if tracked is None:
+        tracked = type(f"SendTracking{base.__name__}", (mixin, base), {"__module__": __name__})
+        _TRACKING_CLASSES[base] = tracked
+    pool.connection_class = tracked
+    return True
 
 
 class LuaScript(NamedTuple):

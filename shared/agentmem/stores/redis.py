@@ -21,9 +21,16 @@ seq, however many write concurrently.
 **Idempotent appends.** A message whose id is already in the session is not stored again;
 ``append`` returns its existing seq. So when a connection drops after Redis applied an append
 but before its reply arrived, the client's automatic retry (and your own retry after a
-:class:`~agentmem.errors.StoreError`) cannot duplicate messages. Message ids are random UUIDs
-unless you set them, so distinct messages never collide. (Appending the very same
-``Message`` object twice therefore stores it once, unlike the in-memory store.)
+:class:`~agentmem.errors.StoreUnavailableError` whose ``outcome`` is ``"unknown"``) cannot
+duplicate messages, provided you retry with the same ``Message`` objects. Message ids are
+random UUIDs unless you set them, so distinct messages never collide. (Appending the very
+same ``Message`` object twice therefore stores it once, unlike the in-memory store.)
+
+**Bounded calls.** Stores built by :meth:`RedisSessionStore.from_url` never wait on a
+stalled, unreachable or restarting server for longer than about its ``deadline`` (10 s by
+default): each network step times out after ``timeout`` seconds and retries stop at the
+deadline. The :class:`~agentmem.errors.StoreUnavailableError` they then raise says whether a
+write certainly did not happen (``outcome == "not_applied"``) or may have (``"unknown"``).
 
 **TTL.** With ``session_ttl``, every write (append, set_state, delete_state) resets the expiry
 of all the session's keys, so a session disappears ``session_ttl`` seconds after its last write.
@@ -39,6 +46,7 @@ Example:
 from __future__ import annotations
 
 import math
+import numbers
 import time
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
@@ -46,16 +54,16 @@ from typing import Any
 
 import redis
 import redis.asyncio
-import redis.asyncio.retry
 from redis.backoff import ExponentialWithJitterBackoff
 from redis.exceptions import NoScriptError
-from redis.retry import Retry
 
 from agentmem._async import run_in_executor
 from agentmem.errors import ConfigurationError, StoreClosedError
 from agentmem.stores._redis_support import (
     APPEND,
     STATE,
+    AsyncDeadlineRetry,
+    DeadlineRetry,
     LuaScript,
     SessionKeys,
     address,
@@ -63,6 +71,7 @@ from agentmem.stores._redis_support import (
     parse_state,
     store_errors,
     text,
+    track_sends,
 )
 from agentmem.stores.base import (
     StoredMessage,
@@ -79,6 +88,17 @@ __all__ = ["RedisSessionStore"]
 # pruned; the margin tolerates clock skew between writers.
 _INDEX_GRACE_SECONDS = 60.0
 _EXISTS_BATCH = 1000
+# from_url clients PING a connection idle for longer than this before using it again.
+_HEALTH_CHECK_INTERVAL = 30
+
+# How to retry a write whose outcome is unknown (the end of StoreUnavailableError messages).
+_RETRY_APPEND = (
+    "append the same Message objects again (or messages with the same ids): appends are "
+    "idempotent by message id, so nothing is stored twice; new Message objects would get "
+    "new ids and be stored twice"
+)
+_RETRY_STATE = "repeat the call: setting or deleting a state key is idempotent"
+_RETRY_CLEAR = "repeat the clear: it is idempotent"
 
 
 class RedisSessionStore:
@@ -94,6 +114,12 @@ class RedisSessionStore:
     Clients you pass in stay yours: :meth:`close` does not close them (as redis-py leaves an
     injected connection pool open). Clients built by :meth:`from_url` are closed by
     :meth:`close` (sync client) and :meth:`aclose` (both clients).
+
+    When Redis cannot be reached or does not answer in time, calls raise
+    :class:`~agentmem.errors.StoreUnavailableError`; its ``outcome`` says whether a write
+    certainly did not happen (``"not_applied"``) or may have (``"unknown"``). Only stores built
+    by :meth:`from_url` bound how long a call waits and can tell a write was not sent: with
+    clients you pass in, set their timeouts yourself, and failed writes report ``"unknown"``.
 
     Example:
         >>> import redis
@@ -129,6 +155,8 @@ class RedisSessionStore:
         self._index = f"{prefix}:sessions"
         self._where = address(client if client is not None else async_client)  # type: ignore[arg-type]
         self._owns_clients = False
+        self._tracks_sends = False  # from_url: connections report when a command goes out
+        self._deadline: float | None = None  # from_url: seconds one call may take
         self._closed = False
 
     @classmethod
@@ -138,37 +166,89 @@ class RedisSessionStore:
         *,
         prefix: str = "agentmem",
         session_ttl: float | None = None,
+        timeout: float = 5.0,
+        deadline: float | None = None,
         retries: int = 10,
     ) -> RedisSessionStore:
-        """Build the sync and asyncio clients from a URL, retrying on connection errors.
+        """Build the sync and asyncio clients from a URL, with bounded timeouts and retries.
 
-        Each command is retried up to ``retries`` times with exponential backoff and jitter
-        (0.1 s up to 1 s between tries, a few seconds in all), so a restarted or failed-over
-        server is reconnected transparently. Retried appends cannot duplicate messages.
+        However the server misbehaves (down, restarting, stalled, unreachable), every call
+        returns or raises within a bounded time:
+
+        * each network step (connecting, sending, waiting for a reply) gives up after
+          ``timeout`` seconds;
+        * a failed step is retried with exponential backoff and jitter (0.1 s up to 1 s), at
+          most ``retries`` times, and only if the retry can end (at its ``timeout``) before
+          ``deadline`` seconds have passed since the call started;
+        * so a call raises :class:`~agentmem.errors.StoreUnavailableError` after at most
+          about ``max(deadline, timeout)`` seconds: 10 s by default. (Only a server that
+          answers each step of one try just before its timeout can stretch that try to a
+          few ``timeout`` s.)
+
+        A restart or failover is ridden through transparently when the server answers again
+        within about ``deadline - timeout`` seconds (5 s by default). A connection idle for
+        more than 30 s is checked with a PING before it is used again, so connections dropped
+        silently (server restart, NAT, firewall) are replaced first.
+
+        The error's ``outcome`` says whether a write is known not to have happened
+        (``"not_applied"``: retrying is safe) or may have happened (``"unknown"``). Retried
+        appends cannot duplicate messages if you retry with the same ``Message`` objects:
+        appends are idempotent by message id, automatic retries included.
+
+        Args:
+            url: ``redis://[[user]:password@]host:port/db``, ``rediss://...`` (TLS) or
+                ``unix:///path/to/redis.sock``.
+            prefix: First part of every key (see the class).
+            session_ttl: Seconds after its last write at which a session expires (see the
+                class).
+            timeout: Seconds one network step may take: the socket connect timeout and the
+                socket read/write timeout. Default 5.
+            deadline: Seconds one call may take, retries included; at least ``timeout``.
+                Default ``None``: twice ``timeout``.
+            retries: At most this many retries of one failed step. Default 10.
+
+        Returns:
+            A store that owns both clients: :meth:`close` closes the sync one, :meth:`aclose`
+            both.
+
+        Raises:
+            ConfigurationError: The URL is not a Redis URL, or an option is out of range.
 
         Example:
             >>> store = RedisSessionStore.from_url("redis://localhost:6379/0")  # doctest: +SKIP
+            >>> fast = RedisSessionStore.from_url(
+            ...     "redis://localhost:6379/0", timeout=0.5, deadline=2.0
+            ... )  # doctest: +SKIP
         """
+        timeout, deadline = _check_timeouts(timeout, deadline)
+        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+            msg = f"retries must be an integer >= 0, got {retries!r}"
+            raise ConfigurationError(msg)
         errors: list[type[redis.RedisError]] = [redis.ConnectionError, redis.TimeoutError]
         backoff = ExponentialWithJitterBackoff(base=0.1, cap=1.0)
+        bounds = {"attempt_time": timeout, "budget": deadline}
+        options: dict[str, Any] = {
+            "retry_on_error": errors,
+            "socket_timeout": timeout,
+            "socket_connect_timeout": timeout,
+            "health_check_interval": _HEALTH_CHECK_INTERVAL,
+        }
         try:
             client = redis.Redis.from_url(
-                url,
-                retry=Retry(backoff, retries, tuple(errors)),
-                retry_on_error=errors,
-                socket_connect_timeout=5,
+                url, retry=DeadlineRetry(backoff, retries, tuple(errors), **bounds), **options
             )
             async_client = redis.asyncio.Redis.from_url(
                 url,
-                retry=redis.asyncio.retry.Retry(backoff, retries, tuple(errors)),
-                retry_on_error=errors,
-                socket_connect_timeout=5,
+                retry=AsyncDeadlineRetry(backoff, retries, tuple(errors), **bounds),
+                **options,
             )
         except ValueError as exc:
             msg = f"not a usable Redis URL {url!r}: {exc}; expected redis://host:port/db"
             raise ConfigurationError(msg) from exc
         store = cls(client, async_client=async_client, prefix=prefix, session_ttl=session_ttl)
         store._owns_clients = True
+        store._tracks_sends = track_sends(client) and track_sends(async_client)
+        store._deadline = deadline
         return store
 
     # -- plumbing ------------------------------------------------------------------------
@@ -197,8 +277,17 @@ class RedisSessionStore:
     def _expiry(self) -> float:
         return math.inf if self._session_ttl is None else time.time() + self._session_ttl
 
-    def _errors(self, action: str) -> AbstractContextManager[None]:
-        return store_errors(self._where, action)
+    def _errors(
+        self, action: str, *, retry_advice: str | None = None
+    ) -> AbstractContextManager[None]:
+        """Bound one call by the deadline and map its Redis errors (``retry_advice``: writes)."""
+        return store_errors(
+            self._where,
+            action,
+            budget=self._deadline,
+            tracks_sends=self._tracks_sends,
+            retry_advice=retry_advice,
+        )
 
     def _script_pipeline(
         self, client: redis.Redis, script: LuaScript, sid: str, keys: SessionKeys, args: list[Any]
@@ -261,7 +350,7 @@ class RedisSessionStore:
         client, keys = self._sync(), self._keys(session_id)
         if not messages:
             return []
-        with self._errors(f"appending to session {session_id!r}"):
+        with self._errors(f"appending to session {session_id!r}", retry_advice=_RETRY_APPEND):
             seqs = self._script_pipeline(
                 client, APPEND, session_id, keys, self._append_args(messages)
             )
@@ -313,20 +402,24 @@ class RedisSessionStore:
         check_state_key(key)
         client, keys = self._sync(), self._keys(session_id)
         raw = dump_state(value)
-        with self._errors(f"writing state {key!r} of session {session_id!r}"):
+        with self._errors(
+            f"writing state {key!r} of session {session_id!r}", retry_advice=_RETRY_STATE
+        ):
             self._script_pipeline(client, STATE, session_id, keys, ["set", key, raw])
 
     def delete_state(self, session_id: str, key: str) -> None:
         """Remove the JSON state ``key`` (no error if absent)."""
         check_state_key(key)
         client, keys = self._sync(), self._keys(session_id)
-        with self._errors(f"deleting state {key!r} of session {session_id!r}"):
+        with self._errors(
+            f"deleting state {key!r} of session {session_id!r}", retry_advice=_RETRY_STATE
+        ):
             self._script_pipeline(client, STATE, session_id, keys, ["del", key])
 
     def clear(self, session_id: str) -> None:
         """Delete the session's messages and state (its seq counter stays)."""
         client, keys = self._sync(), self._keys(session_id)
-        with self._errors(f"clearing session {session_id!r}"):
+        with self._errors(f"clearing session {session_id!r}", retry_advice=_RETRY_CLEAR):
             # Unindex after deleting, then re-index if a concurrent append landed meanwhile:
             # every session that has data stays in the index whatever the interleaving.
             client.delete(keys.log, keys.ids, keys.state)
@@ -370,7 +463,7 @@ class RedisSessionStore:
             return await run_in_executor(self.append, session_id, messages)
         if not messages:
             return []
-        with self._errors(f"appending to session {session_id!r}"):
+        with self._errors(f"appending to session {session_id!r}", retry_advice=_RETRY_APPEND):
             seqs = await self._ascript_pipeline(
                 client, APPEND, session_id, keys, self._append_args(messages)
             )
@@ -434,7 +527,9 @@ class RedisSessionStore:
         if client is None:
             return await run_in_executor(self.set_state, session_id, key, value)
         raw = dump_state(value)
-        with self._errors(f"writing state {key!r} of session {session_id!r}"):
+        with self._errors(
+            f"writing state {key!r} of session {session_id!r}", retry_advice=_RETRY_STATE
+        ):
             await self._ascript_pipeline(client, STATE, session_id, keys, ["set", key, raw])
         return None
 
@@ -444,7 +539,9 @@ class RedisSessionStore:
         client, keys = self._async(), self._keys(session_id)
         if client is None:
             return await run_in_executor(self.delete_state, session_id, key)
-        with self._errors(f"deleting state {key!r} of session {session_id!r}"):
+        with self._errors(
+            f"deleting state {key!r} of session {session_id!r}", retry_advice=_RETRY_STATE
+        ):
             await self._ascript_pipeline(client, STATE, session_id, keys, ["del", key])
         return None
 
@@ -453,7 +550,7 @@ class RedisSessionStore:
         client, keys = self._async(), self._keys(session_id)
         if client is None:
             return await run_in_executor(self.clear, session_id)
-        with self._errors(f"clearing session {session_id!r}"):
+        with self._errors(f"clearing session {session_id!r}", retry_advice=_RETRY_CLEAR):
             await client.delete(keys.log, keys.ids, keys.state)
             await client.zrem(self._index, session_id)
             if await client.exists(keys.log, keys.state):
@@ -488,3 +585,28 @@ class RedisSessionStore:
             await self._async_client.aclose()
         if not was_closed and self._client is not None:
             self._client.close()
+
+
+def _check_timeouts(timeout: float, deadline: float | None) -> tuple[float, float]:
+    """``from_url``'s ``timeout`` and ``deadline`` (``None``: twice the timeout), checked."""
+
+    def seconds(value: object) -> float | None:
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            return None
+        number = float(value)
+        return number if math.isfinite(number) and number > 0 else None
+
+    checked_timeout = seconds(timeout)
+    if checked_timeout is None:
+        msg = f"timeout must be a positive number of seconds, got {timeout!r}"
+        raise ConfigurationError(msg)
+    if deadline is None:
+        return checked_timeout, 2 * checked_timeout
+    checked_deadline = seconds(deadline)
+    if checked_deadline is None or checked_deadline < checked_timeout:
+        msg = (
+            f"deadline must be a number of seconds at least as large as timeout "
+            f"({checked_timeout:g}), got {deadline!r}; pass deadline=None for twice the timeout"
+        )
+        raise ConfigurationError(msg)
+    return checked_timeout, checked_deadline
