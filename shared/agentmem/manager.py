@@ -527,4 +527,3 @@ class MemoryManager:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
