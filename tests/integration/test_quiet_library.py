@@ -1,0 +1,56 @@
+"""The library prints nothing: loading and using the real local model is silent.
+
+Runs in a subprocess, so stdout and stderr are the process's own (sentence-transformers and
+transformers write to them directly, out of reach of ``capsys``).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+SCRIPT = textwrap.dedent(
+    """
+    import logging
+    from transformers.utils import logging as hf_logging
+
+    def app_hook(factory, args, kwargs):  # an application's own hook must survive our load
+        return factory(*args, **kwargs)
+
+    hf_logging.set_tqdm_hook(app_hook)
+    from agentmem.embeddings import default_embedder
+    from agentmem.long_term import LongTermMemory
+
+    embedder = default_embedder()
+    assert len(embedder.embed_query("tabs, not spaces")) == 384
+    memory = LongTermMemory.open(user_id="alice")
+    memory.store_memory("Alice indents with tabs", "semantic")
+    assert memory.retrieve_memories("indentation?")[0].record.content == "Alice indents with tabs"
+    memory.close()
+    assert hf_logging._tqdm_hook is app_hook, hf_logging._tqdm_hook
+    assert logging.getLogger("agentmem").handlers == []
+    """
+)
+
+
+def test_model_load_and_use_write_nothing_to_stdout_or_stderr(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "TQDM_", "HF_"))}
+    env["AGENTMEM_HOME"] = str(tmp_path / "home")
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ""
+    assert done.stderr == ""
