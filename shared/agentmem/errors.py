@@ -14,6 +14,8 @@ also from the builtin it refines, so ``except ValueError`` keeps working::
     ├── MemoryNotFoundError (KeyError)        no memory with that id in the scope
     ├── StoreError (RuntimeError)             a message/state store failed
     │   ├── StoreClosedError                  used after close()
+    │   ├── StoreCorruptedError               on-disk store damaged or not a store; names
+    │                                         the path and how to recover
     │   ├── StoreLockedError                  another process holds the on-disk store
     │   ├── StoreConflictError                a concurrent writer won a compare-and-set
     │   └── StoreUnavailableError             server unreachable or too slow; says whether a
@@ -51,6 +53,7 @@ __all__ = [
     "MemoryNotFoundError",
     "StoreClosedError",
     "StoreConflictError",
+    "StoreCorruptedError",
     "StoreError",
     "StoreLockedError",
     "StoreOutcome",
@@ -108,6 +111,27 @@ class StoreLockedError(StoreError):
 
 class StoreClosedError(StoreError):
     """The store was used after ``close()``."""
+
+
+class StoreCorruptedError(StoreError):
+    """The on-disk store is damaged (truncated, files missing) or is not a store at all.
+
+    Raised when the store is opened, before anything is written to it. The message names
+    the path and the recovery: restore the directory or file from a backup made with
+    ``agentmem export``, or move it away to start empty.
+
+    Attributes:
+        path: The damaged file or directory.
+
+    Example:
+        >>> from agentmem.errors import StoreCorruptedError, StoreError
+        >>> issubclass(StoreCorruptedError, StoreError)
+        True
+    """
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
 
 
 class StoreConflictError(StoreError):

@@ -10,7 +10,12 @@ by :meth:`QdrantEdgeStore.flush`). Flushing after every write would cost ~40 ms 
 this machine and add no safety against a crash, only a faster reopen.
 
 One process at a time: the store takes an exclusive ``flock`` on ``<path>/agentmem.lock``;
-a second opener gets :class:`~agentmem.errors.StoreLockedError`. Several processes sharing
+a second opener gets :class:`~agentmem.errors.StoreLockedError`.
+
+Damage: a shard whose files are partly gone (config without segments or WAL, or the
+reverse) or that Edge cannot load (a truncated WAL or segment) raises
+:class:`~agentmem.errors.StoreCorruptedError` at open, naming the path and the recovery;
+the lock is released and nothing is written. Several processes sharing
 memories should use :class:`~agentmem.long_term.qdrant_client.QdrantClientStore` with a
 Qdrant server.
 
@@ -42,13 +47,13 @@ import qdrant_edge as qe
 from agentmem._async import run_in_executor
 from agentmem.errors import ConfigurationError, StoreError, StoreLockedError
 from agentmem.long_term import _qdrant_common as qc
+from agentmem.long_term._edge_files import CONFIG_FILE, edge_errors, shard_state
 from agentmem.long_term._qdrant_base import QdrantStoreBase, Steps, T
 from agentmem.long_term.store import DENSE_VECTOR, SPARSE_VECTOR
 
 __all__ = ["QdrantEdgeStore"]
 
 LOCK_FILE = "agentmem.lock"
-_CONFIG_FILE = "edge_config.json"
 
 
 class QdrantEdgeStore(QdrantStoreBase):
@@ -62,6 +67,7 @@ class QdrantEdgeStore(QdrantStoreBase):
     Raises:
         StoreLockedError: Another process (or another open store) holds ``path``.
         DimensionMismatchError: The shard at ``path`` holds vectors of another size.
+        StoreCorruptedError: The shard at ``path`` is damaged (files missing or unreadable).
     """
 
     def __init__(self, path: str | os.PathLike[str], *, dimension: int) -> None:
@@ -75,7 +81,13 @@ class QdrantEdgeStore(QdrantStoreBase):
         self._lock_file = _lock(self._path)
         try:
             self._shard = self._open_shard()
-            self._backfill_spaces()
+            try:
+                with edge_errors(self._path, "update"):
+                    self._backfill_spaces()
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    self._shard.close()
+                raise
         except BaseException:
             _unlock(self._lock_file)
             raise
@@ -91,16 +103,22 @@ class QdrantEdgeStore(QdrantStoreBase):
         return self._path
 
     def _open_shard(self) -> qe.EdgeShard:
-        config_path = self._path / _CONFIG_FILE
-        if not config_path.exists():
-            shard = qe.EdgeShard.create(str(self._path), _schema(self._dimension))
-            _create_indexes(shard)
-            return shard
-        stored = _stored_dimension(config_path)
-        qc.check_dimension(stored, self._dimension, f"the Qdrant Edge store at {self._path}")
-        shard = qe.EdgeShard.load(str(self._path))
-        if set(_CONFIG_KEYS) - set(shard.info().payload_schema):
-            _create_indexes(shard)
+        if shard_state(self._path) == "empty":
+            with edge_errors(self._path, "create"):
+                shard = qe.EdgeShard.create(str(self._path), _schema(self._dimension))
+        else:
+            stored = _stored_dimension(self._path / CONFIG_FILE)
+            qc.check_dimension(stored, self._dimension, f"the Qdrant Edge store at {self._path}")
+            with edge_errors(self._path, "load"):
+                shard = qe.EdgeShard.load(str(self._path))
+        try:
+            with edge_errors(self._path, "index"):
+                if set(_CONFIG_KEYS) - set(shard.info().payload_schema):
+                    _create_indexes(shard)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                shard.close()
+            raise
         return shard
 
     def optimize(self) -> bool:

@@ -1,0 +1,112 @@
+"""The files a Qdrant Edge shard directory must hold, checked before Edge opens it (private).
+
+A shard made by :class:`~agentmem.long_term.qdrant_edge.QdrantEdgeStore` always holds, from
+its creation on, a config file (``edge_config.json``), a ``segments/`` directory with at least
+one segment, and a write-ahead log (``wal/``). Edge itself notices only some damage (and then
+raises a bare ``Exception: Service runtime error``); other damage it silently takes for an
+empty shard, losing every memory. So before Edge sees the directory:
+
+* config present, but no segment or no WAL: the shard's files are gone;
+* segments or WAL present, but no config: the config is gone;
+* config present but not JSON: it is damaged.
+
+Each case, and any error Edge raises while loading, becomes
+:class:`~agentmem.errors.StoreCorruptedError` naming the path and the recovery.
+
+Example:
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> shard_state(Path(tempfile.mkdtemp()))
+    'empty'
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Literal
+
+from agentmem.errors import AgentMemError, StoreCorruptedError, StoreError
+
+__all__ = ["CONFIG_FILE", "check_shard_files", "corrupted", "edge_errors", "shard_state"]
+
+CONFIG_FILE = "edge_config.json"
+SEGMENTS_DIR = "segments"
+WAL_DIR = "wal"
+
+ShardState = Literal["empty", "present"]
+
+
+def corrupted(path: Path, problem: str) -> StoreCorruptedError:
+    """The error for a damaged shard at ``path``: what is wrong and how to recover."""
+    msg = (
+        f"the Qdrant Edge store at {path} is damaged: {problem}. Nothing was written to it. "
+        f"Recover by moving the directory away (for example: mv '{path}' '{path}.damaged') "
+        "and then either restoring it from a copy of the directory, or re-importing a backup "
+        "made with `agentmem export` (`agentmem import FILE --user U`); without a backup, "
+        "the moved-away store starts empty."
+    )
+    return StoreCorruptedError(msg, path=str(path))
+
+
+def _has_entries(directory: Path) -> bool:
+    return directory.is_dir() and any(directory.iterdir())
+
+
+def shard_state(path: Path) -> ShardState:
+    """``"empty"`` if ``path`` holds no shard yet, ``"present"`` if it holds a sound one.
+
+    Raises:
+        StoreCorruptedError: Some of the shard's files are there and others are not.
+    """
+    config = path / CONFIG_FILE
+    segments = _has_entries(path / SEGMENTS_DIR)
+    wal = (path / WAL_DIR).is_dir()
+    if not config.exists():
+        if segments or _has_entries(path / WAL_DIR):
+            raise corrupted(path, f"its config file {CONFIG_FILE} is missing")
+        return "empty"
+    check_shard_files(path)
+    if not segments:
+        raise corrupted(path, f"{CONFIG_FILE} is there but its {SEGMENTS_DIR}/ data is gone")
+    if not wal:
+        raise corrupted(path, f"{CONFIG_FILE} is there but its write-ahead log {WAL_DIR}/ is gone")
+    return "present"
+
+
+def check_shard_files(path: Path) -> None:
+    """Raise :class:`StoreCorruptedError` if the config file is unreadable or not JSON."""
+    config = path / CONFIG_FILE
+    try:
+        json.loads(config.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise corrupted(path, f"its config file {CONFIG_FILE} is unreadable ({exc})") from None
+
+
+_NOT_DAMAGE = ("Permission denied", "No space left", "Read-only file system", "Too many open")
+
+
+@contextlib.contextmanager
+def edge_errors(path: Path, action: str) -> Iterator[None]:
+    """Turn the bare ``Exception`` Edge raises while ``action`` into an agentmem error.
+
+    Errors of the operating system (permissions, a full disk) become
+    :class:`~agentmem.errors.StoreError`; anything else Edge cannot read becomes
+    :class:`~agentmem.errors.StoreCorruptedError`. agentmem's own errors pass unchanged.
+    """
+    try:
+        yield
+    except AgentMemError:
+        raise
+    except Exception as exc:
+        if type(exc) is not Exception:  # Edge raises plain Exception; others are bugs
+            raise
+        if any(marker in str(exc) for marker in _NOT_DAMAGE):
+            msg = (
+                f"Qdrant Edge could not {action} the store at {path}: {exc}; check the "
+                "directory's permissions and the free disk space, then try again"
+            )
+            raise StoreError(msg) from exc
+        raise corrupted(path, f"Qdrant Edge could not {action} it ({exc})") from exc

@@ -1,0 +1,156 @@
+"""A damaged Qdrant Edge directory is refused at open with StoreCorruptedError.
+
+Each case damages a real store the way a disk, a crash or a careless ``rm`` would, then
+opens it: the error must be agentmem's (not Edge's bare ``Exception``), name the path and
+the recovery, release the lock, and leave every file as it was.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from agentmem.errors import StoreCorruptedError, StoreError
+from agentmem.long_term.qdrant_edge import LOCK_FILE, QdrantEdgeStore
+from agentmem.long_term.records import MemoryRecord, RecordFilter, Scope
+from agentmem.long_term.store import SparseVector
+
+pytestmark = pytest.mark.integration
+
+ALICE = Scope(user_id="alice")
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("pristine") / "long_term"
+    make_store(path)
+    return path
+
+
+def copy_of(pristine: Path, target: Path) -> Path:
+    # cp keeps Edge's preallocated files sparse (about 1 MB instead of 250 MB per copy).
+    subprocess.run(["cp", "-r", "--sparse=always", str(pristine), str(target)], check=True)
+    return target
+
+
+def make_store(path: Path) -> None:
+    store = QdrantEdgeStore(path, dimension=3)
+    records = [MemoryRecord.new(f"fact {i}", "semantic", scope=ALICE) for i in range(8)]
+    store.upsert(
+        records,
+        [[1.0, float(i), 0.5] for i in range(8)],
+        [SparseVector([i], [1.0]) for i in range(8)],
+    )
+    store.close()
+
+
+def truncate(path: Path, fraction: float = 0.5) -> None:
+    os.truncate(path, int(path.stat().st_size * fraction))
+
+
+def segment(path: Path) -> Path:
+    return next((path / "segments").iterdir())
+
+
+def files(path: Path) -> dict[str, str]:
+    """Every file with its sha256, but the lock and Edge's ``tracker_journal.dat`` files
+    (Edge's segment loader rewrites those at every load, even one that then fails)."""
+    return {
+        str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(path.rglob("*"))
+        if p.is_file() and p.name not in (LOCK_FILE, "tracker_journal.dat")
+    }
+
+
+def lock_is_free(path: Path) -> bool:
+    with (path / LOCK_FILE).open("ab") as handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+        return True
+
+
+DAMAGE: list[tuple[str, Callable[[Path], None], str]] = [
+    ("config deleted", lambda p: (p / "edge_config.json").unlink(), "config file"),
+    ("config truncated", lambda p: truncate(p / "edge_config.json"), "unreadable"),
+    ("wal segment truncated", lambda p: truncate(p / "wal" / "open-1", 0.0), "could not load"),
+    ("wal index truncated", lambda p: truncate(p / "wal" / "first-index"), "could not load"),
+    ("wal deleted", lambda p: shutil.rmtree(p / "wal"), "write-ahead log"),
+    ("segments deleted", lambda p: shutil.rmtree(p / "segments"), "segments/"),
+    (
+        "all shard files deleted",
+        lambda p: (shutil.rmtree(p / "segments"), shutil.rmtree(p / "wal")),
+        "segments/",
+    ),
+    ("segment.json truncated", lambda p: truncate(segment(p) / "segment.json"), "could not load"),
+    (
+        "payload index config truncated",
+        lambda p: truncate(segment(p) / "payload_index" / "config.json"),
+        "could not load",
+    ),
+]
+
+
+@pytest.mark.parametrize(("case", "damage", "named"), DAMAGE, ids=[d[0] for d in DAMAGE])
+def test_damaged_store_is_refused_untouched_and_unlocked(
+    pristine: Path, tmp_path: Path, case: str, damage: Callable[[Path], None], named: str
+) -> None:
+    path = copy_of(pristine, tmp_path / "long_term")
+    damage(path)
+    before = files(path)
+    for _ in range(2):  # a second open gets the same answer, not StoreLockedError
+        with pytest.raises(StoreCorruptedError, match=named) as info:
+            QdrantEdgeStore(path, dimension=3)
+        message = str(info.value)
+        assert str(path) in message
+        assert "agentmem export" in message
+        assert "move" in message
+        assert info.value.path == str(path)
+        assert lock_is_free(path)
+    assert files(path) == before
+
+
+def test_an_only_config_directory_is_not_taken_for_an_empty_store(
+    pristine: Path, tmp_path: Path
+) -> None:
+    """The old behaviour: a shard whose data files were deleted opened as an empty store."""
+    path = copy_of(pristine, tmp_path / "long_term")
+    shutil.rmtree(path / "segments")
+    shutil.rmtree(path / "wal")
+    with pytest.raises(StoreCorruptedError, match="data is gone"):
+        QdrantEdgeStore(path, dimension=3)
+    assert sorted(p.name for p in path.iterdir()) == ["agentmem.lock", "edge_config.json"]
+
+
+def test_moving_the_directory_away_recovers(pristine: Path, tmp_path: Path) -> None:
+    path = copy_of(pristine, tmp_path / "long_term")
+    (path / "edge_config.json").unlink()
+    with pytest.raises(StoreCorruptedError):
+        QdrantEdgeStore(path, dimension=3)
+    path.rename(tmp_path / "long_term.damaged")
+    with QdrantEdgeStore(path, dimension=3) as store:
+        assert store.count(ALICE, filter=RecordFilter(include_history=True)) == 0
+
+
+def test_sound_stores_still_open(pristine: Path, tmp_path: Path) -> None:
+    path = copy_of(pristine, tmp_path / "long_term")
+    with QdrantEdgeStore(path, dimension=3) as store:
+        assert store.count(ALICE) == 8
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / LOCK_FILE).touch()  # a lock file alone is not a shard
+    QdrantEdgeStore(empty, dimension=3).close()
+
+
+def test_corrupted_is_a_store_error() -> None:
+    assert issubclass(StoreCorruptedError, StoreError)
+    assert issubclass(StoreCorruptedError, RuntimeError)
