@@ -106,12 +106,27 @@ def add_step_op(entry: object, *, max_bytes: int, max_steps: int) -> Op[Scratchp
 
 
 def push_task_op(task: object, status: object, *, max_bytes: int) -> Op[Task]:
-    description = v.check_text(task, "task description", max_bytes)
-    checked = v.check_status(status)
+    description, fields, own_status = v.check_task(task, max_bytes)
+    if status is None:
+        checked = own_status or "pending"
+    else:
+        checked = v.check_status(status)
+        if own_status is not None and own_status != checked:
+            msg = (
+                f"task status given twice: {own_status!r} in the task dict and "
+                f"status={checked!r}; pass only one of them"
+            )
+            raise InvalidValueError(msg)
 
     def op(state: WorkingState, now: datetime) -> tuple[WorkingState, Task]:
         item = Task.model_validate(
-            {"description": description, "status": checked, "created_at": now, "updated_at": now}
+            {
+                "description": description,
+                "status": checked,
+                "fields": fields,
+                "created_at": now,
+                "updated_at": now,
+            }
         )
         return state.model_copy(update={"tasks": (*state.tasks, item)}), item
 

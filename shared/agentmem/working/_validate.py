@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -15,20 +15,25 @@ from agentmem.working.models import TASK_STATUSES
 __all__ = [
     "DEFAULT_MAX_VALUE_BYTES",
     "MAX_KEY_LENGTH",
+    "TASK_TEXT_KEYS",
     "check_clock_value",
     "check_confidence",
     "check_evidence",
     "check_key",
     "check_positive_int",
     "check_status",
+    "check_task",
     "check_text",
     "check_ttl",
     "check_ttl_turns",
+    "description_key",
     "normalize_value",
 ]
 
 DEFAULT_MAX_VALUE_BYTES = 64 * 1024
 MAX_KEY_LENGTH = 256
+TASK_TEXT_KEYS = ("description", "name", "title", "task", "goal")
+"""Keys of a task dict that can give its description; the first one present is used."""
 
 
 def check_positive_int(value: object, name: str) -> int:
@@ -53,21 +58,22 @@ def check_clock_value(value: object) -> datetime:
     return value
 
 
-def check_key(key: object) -> str:
-    """A variable key: a non-blank string of at most 256 characters without control characters."""
+def check_key(key: object, what: str = "variable key", example: str = "user_city") -> str:
+    """A variable key (or another name, as ``what``): a non-blank string of at most 256
+    characters without control characters."""
     if not isinstance(key, str):
-        msg = f"variable key must be a string, got {type(key).__name__}"
+        msg = f"{what} must be a string, got {type(key).__name__}"
         raise InvalidValueError(msg)
     if not key.strip():
-        msg = "variable key must not be empty or blank; use a name such as 'user_city'"
+        msg = f"{what} must not be empty or blank; use a name such as {example!r}"
         raise InvalidValueError(msg)
     if len(key) > MAX_KEY_LENGTH:
-        msg = f"variable key is {len(key)} characters long; the limit is {MAX_KEY_LENGTH}"
+        msg = f"{what} is {len(key)} characters long; the limit is {MAX_KEY_LENGTH}"
         raise InvalidValueError(msg)
     if any(ord(ch) < 32 or ord(ch) == 127 for ch in key):
-        msg = f"variable key {key!r} contains control characters (newline, tab, ...); remove them"
+        msg = f"{what} {key!r} contains control characters (newline, tab, ...); remove them"
         raise InvalidValueError(msg)
-    return check_storable_text(key, what="variable key")
+    return check_storable_text(key, what=what)
 
 
 def normalize_value(key: str, value: object, max_bytes: int) -> Any:
@@ -82,6 +88,46 @@ def normalize_value(key: str, value: object, max_bytes: int) -> Any:
         )
         raise InvalidValueError(msg)
     return json.loads(text)
+
+
+def check_task(task: object, max_bytes: int) -> tuple[str, dict[str, Any], str | None]:
+    """A task as text or as a dict: its description, its fields and the status it carries.
+
+    A dict keeps every field (JSON values, as their round trip) except ``status``, which is
+    returned apart; its description is the first of :data:`TASK_TEXT_KEYS` it has.
+    """
+    if isinstance(task, str):
+        return check_text(task, "task description", max_bytes), {}, None
+    if not isinstance(task, Mapping):
+        msg = (
+            f"task must be a string or a dict such as {{'name': ..., 'goal': ...}}, "
+            f"got {type(task).__name__}"
+        )
+        raise InvalidValueError(msg)
+    for key in task:
+        check_key(key, "task field name", "goal")
+    text = json_text(dict(task), what="task")
+    size = len(text.encode("utf-8"))
+    if size > max_bytes:
+        msg = f"task is {size:,} bytes as JSON; the limit is {max_bytes:,} (max_value_bytes)"
+        raise InvalidValueError(msg)
+    fields: dict[str, Any] = json.loads(text)
+    status = fields.pop("status", None)
+    checked_status = None if status is None else check_status(status)
+    key = next((k for k in TASK_TEXT_KEYS if k in fields), None)
+    if key is None:
+        msg = (
+            f"task dict has no description: give one of {', '.join(map(repr, TASK_TEXT_KEYS))} "
+            f"(got fields {sorted(fields)!r}), e.g. {{'name': 'book flight', 'goal': '...'}}"
+        )
+        raise InvalidValueError(msg)
+    description = check_text(fields[key], f"task field {key!r}", max_bytes)
+    return description, fields, checked_status
+
+
+def description_key(fields: Mapping[str, Any]) -> str | None:
+    """Which field of a task dict gave its description (``None`` for a text task)."""
+    return next((k for k in TASK_TEXT_KEYS if k in fields), None)
 
 
 def check_text(text: object, what: str, max_bytes: int) -> str:

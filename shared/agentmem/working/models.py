@@ -93,10 +93,17 @@ class Task(BaseModel):
 
     Attributes:
         id: Unique id (hex UUID4), used by ``update_task_status``.
-        description: What the task is.
+        description: What the task is (for a task pushed as a dict: its ``description``,
+            ``name``, ``title``, ``task`` or ``goal``, the first one present).
         status: ``pending``, ``in_progress``, ``done``, ``failed`` or ``blocked``.
+        fields: The fields of a task pushed as a dict, as given (their JSON round trip),
+            except ``status``; ``{}`` for a task pushed as text.
         created_at: When it was pushed.
         updated_at: When its status last changed.
+
+    Example:
+        >>> Task(description="book flight", fields={"name": "book flight", "goal": "Oslo"}).fields
+        {'name': 'book flight', 'goal': 'Oslo'}
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -104,6 +111,7 @@ class Task(BaseModel):
     id: str = Field(default_factory=_new_id, min_length=1)
     description: str = Field(min_length=1)
     status: TaskStatus = "pending"
+    fields: dict[str, Any] = Field(default_factory=dict)
     created_at: AwareDatetime = Field(default_factory=utcnow)
     updated_at: AwareDatetime = Field(default_factory=utcnow)
 

@@ -2,7 +2,9 @@
 
 Items are chosen greedily in priority order:
 
-1. the current task (top of the stack), then the rest of the stack, top first;
+1. the current task (top of the stack), then the rest of the stack, top first; a task pushed
+   as a dict shows its other fields after its description (``book flight (goal: Oslo by
+   Friday; budget: 400)``), or its description alone when the fields do not fit;
 2. variables, most recently set first;
 3. hypotheses, most confident first;
 4. scratchpad steps, newest first (rendered oldest first).
@@ -31,7 +33,8 @@ import json
 from dataclasses import dataclass
 
 from agentmem.tokens import TokenCounter
-from agentmem.working.models import WorkingState
+from agentmem.working._validate import description_key
+from agentmem.working.models import Task, WorkingState
 
 __all__ = ["CONTEXT_FOOTER", "CONTEXT_HEADER", "render_context"]
 
@@ -54,10 +57,26 @@ class _Item:
     section: str
     line: str
     order: int  # position within the section when rendered
+    short: str | None = None  # a shorter line to use when ``line`` does not fit
 
 
 def _one_line(text: str) -> str:
     return " ".join(text.split())
+
+
+def _task_lines(prefix: str, task: Task) -> tuple[str, str | None]:
+    """The task's line with its other fields (``name (goal: ...; due: ...)``), and the
+    line of its description alone when it has other fields (else ``None``)."""
+    head = f"{prefix}[{task.status}] {_one_line(task.description)}"
+    described_by = description_key(task.fields)
+    extra = [(k, value) for k, value in task.fields.items() if k != described_by]
+    if not extra:
+        return head, None
+    parts = []
+    for key, value in extra:
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        parts.append(f"{_one_line(key)}: {_one_line(text)}")
+    return f"{head} ({'; '.join(parts)})", head
 
 
 def _items(state: WorkingState) -> list[_Item]:
@@ -65,13 +84,11 @@ def _items(state: WorkingState) -> list[_Item]:
     items: list[_Item] = []
     tasks = list(reversed(state.tasks))  # top of the stack first
     if tasks:
-        top = tasks[0]
-        line = f"Current task: [{top.status}] {_one_line(top.description)}"
-        items.append(_Item("current", line, 0))
-    items.extend(
-        _Item("stack", f"- [{t.status}] {_one_line(t.description)}", i)
-        for i, t in enumerate(tasks[1:])
-    )
+        line, short = _task_lines("Current task: ", tasks[0])
+        items.append(_Item("current", line, 0, short))
+    for i, t in enumerate(tasks[1:]):
+        line, short = _task_lines("- ", t)
+        items.append(_Item("stack", line, i, short))
     # Most recently set first; among equal timestamps, the later-set one first.
     variables = sorted(state.variables.items(), key=lambda kv: kv[1].set_at)[::-1]
     for i, (key, var) in enumerate(variables):
@@ -158,6 +175,17 @@ class _Budget:
             cached = self._cache[line] = self._counter.count_text(line + "\n")
         return cached
 
+    def added(self, item: _Item, chosen: list[_Item]) -> int:
+        """What adding ``item`` to ``chosen`` costs (its line, plus the frame and its
+        section's header when it is the first of them)."""
+        extra = self.cost(item.line)
+        if not chosen:
+            extra += self.frame
+        if all(it.section != item.section for it in chosen):
+            header = _header(item.section, self._state)
+            extra += self.cost(header) if header is not None else 0
+        return extra
+
     def total(self, chosen: list[_Item], note: str | None) -> int:
         if not chosen:
             return 0
@@ -179,12 +207,12 @@ def render_context(state: WorkingState, counter: TokenCounter, *, max_tokens: in
     omitted: list[_Item] = []
     used = 0
     for item in items:
-        extra = budget.cost(item.line)
-        if not chosen:
-            extra += budget.frame
-        if all(it.section != item.section for it in chosen):
-            header = _header(item.section, state)
-            extra += budget.cost(header) if header is not None else 0
+        extra = budget.added(item, chosen)
+        if used + extra > max_tokens and item.short is not None:
+            # A task with fields that do not fit is shown by its description alone.
+            shortened = _Item(item.section, item.short, item.order)
+            if used + budget.added(shortened, chosen) <= max_tokens:
+                item, extra = shortened, budget.added(shortened, chosen)
         if used + extra <= max_tokens:
             chosen.append(item)
             used += extra
