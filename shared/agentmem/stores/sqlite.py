@@ -33,6 +33,7 @@ from agentmem.errors import (
     StoreClosedError,
     StoreError,
 )
+from agentmem.stores import _sqlite_integrity as integrity
 from agentmem.stores.base import (
     StoredMessage,
     SyncSessionStore,
@@ -94,10 +95,16 @@ class SQLiteSessionStore(SyncSessionStore):
         synchronous: ``"normal"`` (default) never corrupts the database and loses nothing
             when the process crashes; a power cut may drop the last few commits.
             ``"full"`` also survives power cuts, at the cost of an fsync per write.
+        quick_check: Check the whole file with ``PRAGMA quick_check`` before anything is
+            written, so a file damaged anywhere is refused instead of written into. It
+            reads every page: about 50 ms for a 50 MB file in the page cache, about 0.75 s
+            from a cold disk. Pass ``False`` only for a file checked some other way.
 
     Raises:
-        StoreError: The file cannot be opened, is not an agentmem database, is corrupted,
-            or was written by a newer agentmem.
+        StoreCorruptedError: The file is damaged or is not a SQLite database (nothing is
+            written to it; the message says how to recover).
+        StoreError: The file cannot be opened, is not an agentmem database, or was written
+            by a newer agentmem.
 
     Example:
         >>> from agentmem.types import Message
@@ -115,6 +122,7 @@ class SQLiteSessionStore(SyncSessionStore):
         *,
         timeout: float = 30.0,
         synchronous: Literal["normal", "full"] = "normal",
+        quick_check: bool = True,
     ) -> None:
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0:
             msg = f"timeout must be a number of seconds >= 0, got {timeout!r}"
@@ -126,7 +134,7 @@ class SQLiteSessionStore(SyncSessionStore):
         self._timeout = float(timeout)
         self._lock = threading.Lock()
         self._pid = os.getpid()
-        self._conn: sqlite3.Connection | None = self._connect(synchronous)
+        self._conn: sqlite3.Connection | None = self._connect(synchronous, bool(quick_check))
 
     @classmethod
     def open(
@@ -135,6 +143,7 @@ class SQLiteSessionStore(SyncSessionStore):
         *,
         timeout: float = 30.0,
         synchronous: Literal["normal", "full"] = "normal",
+        quick_check: bool = True,
     ) -> SQLiteSessionStore:
         """Open (or create) the store at ``path``, creating missing parent directories.
 
@@ -148,7 +157,7 @@ class SQLiteSessionStore(SyncSessionStore):
         """
         if os.fspath(path) not in _IN_MEMORY:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-        return cls(path, timeout=timeout, synchronous=synchronous)
+        return cls(path, timeout=timeout, synchronous=synchronous, quick_check=quick_check)
 
     @property
     def path(self) -> str:
@@ -172,17 +181,24 @@ class SQLiteSessionStore(SyncSessionStore):
 
     # -- connection and schema ------------------------------------------------------------
 
-    def _connect(self, synchronous: str) -> sqlite3.Connection:
+    def _connect(self, synchronous: str, quick_check: bool) -> sqlite3.Connection:
+        checked = (
+            not quick_check
+            or self._path in _IN_MEMORY
+            or integrity.check_file(self._path, self._timeout)
+        )
         try:
             # isolation_level=None: we issue BEGIN IMMEDIATE / COMMIT ourselves.
             conn = sqlite3.connect(
                 self._path, timeout=self._timeout, isolation_level=None, check_same_thread=False
             )
         except sqlite3.Error as exc:
-            raise StoreError(self._describe(exc, "open the session database")) from exc
+            raise self._failure(exc, "open the session database") from exc
         try:
             with self._errors("open the session database"):
                 conn.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
+                if not checked:  # a new file, or one SQLite must recover first
+                    integrity.check_integrity(conn, self._path)
                 mode = self._switch_to_wal(conn)
                 if mode != "wal" and self._path not in _IN_MEMORY:
                     msg = (
@@ -260,19 +276,19 @@ class SQLiteSessionStore(SyncSessionStore):
                 f"could not {action}: cannot open {where} ({text}); check that its directory "
                 "exists and is writable (SQLiteSessionStore.open creates missing directories)"
             )
-        if type(exc) is sqlite3.DatabaseError or "malformed" in text:
-            return (
-                f"could not {action}: {where} is corrupted or not a SQLite database ({text}); "
-                "restore it from a backup or move it away to start afresh"
-            )
         return f"could not {action} in {where}: {text}"
+
+    def _failure(self, exc: sqlite3.Error, action: str) -> StoreError:
+        if integrity.is_corruption(exc):
+            return integrity.corrupted(self._path, f"could not {action}: {exc}")
+        return StoreError(self._describe(exc, action))
 
     @contextmanager
     def _errors(self, action: str) -> Iterator[None]:
         try:
             yield
         except sqlite3.Error as exc:
-            raise StoreError(self._describe(exc, action)) from exc
+            raise self._failure(exc, action) from exc
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
