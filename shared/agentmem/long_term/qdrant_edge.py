@@ -9,6 +9,11 @@ nothing it was told was written; segments are flushed on :meth:`QdrantEdgeStore.
 by :meth:`QdrantEdgeStore.flush`). Flushing after every write would cost ~40 ms per call on
 this machine and add no safety against a crash, only a faster reopen.
 
+Indexing needs no manual step: once :attr:`AutoIndex.min_unindexed` points are searched
+without the HNSW index (20,000 by default), the store rebuilds its index in a child process
+and swaps it in (see :mod:`agentmem.long_term._edge_index` for why not in-process, and for
+crash safety); :meth:`QdrantEdgeStore.optimize` still builds it now, in-process.
+
 One process at a time: the store takes an exclusive ``flock`` on ``<path>/agentmem.lock``;
 a second opener gets :class:`~agentmem.errors.StoreLockedError`.
 
@@ -35,8 +40,13 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import logging
 import os
+import shutil
+import subprocess
 import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
@@ -45,13 +55,26 @@ import numpy as np
 import qdrant_edge as qe
 
 from agentmem._async import run_in_executor
-from agentmem.errors import ConfigurationError, StoreError, StoreLockedError
+from agentmem.errors import ConfigurationError, StoreClosedError, StoreError, StoreLockedError
 from agentmem.long_term import _qdrant_common as qc
-from agentmem.long_term._edge_files import CONFIG_FILE, edge_errors, shard_state
+from agentmem.long_term._edge_files import CONFIG_FILE, corrupted, edge_errors, shard_state
+from agentmem.long_term._edge_index import (
+    AutoIndex,
+    build_generation,
+    current_generation,
+    drop_stale_generations,
+    export_vectors,
+    next_generation,
+    set_current_generation,
+    unindexed_points,
+)
 from agentmem.long_term._qdrant_base import QdrantStoreBase, Steps, T
 from agentmem.long_term.store import DENSE_VECTOR, SPARSE_VECTOR
 
-__all__ = ["QdrantEdgeStore"]
+__all__ = ["AutoIndex", "QdrantEdgeStore", "create_shard"]
+
+logger = logging.getLogger(__name__)
+_EXPORT_PAGE = 512
 
 LOCK_FILE = "agentmem.lock"
 
@@ -63,6 +86,9 @@ class QdrantEdgeStore(QdrantStoreBase):
         path: Directory of the shard; created (with the schema) when it holds no shard yet.
         dimension: Size of the dense vectors (the embedder's dimension). An existing shard
             made with another size raises :class:`~agentmem.errors.DimensionMismatchError`.
+        auto_index: When to rebuild the vector index in the background (default
+            :class:`AutoIndex`: after 20,000 unindexed points; ``AutoIndex(enabled=False)``
+            turns it off).
 
     Raises:
         StoreLockedError: Another process (or another open store) holds ``path``.
@@ -70,16 +96,36 @@ class QdrantEdgeStore(QdrantStoreBase):
         StoreCorruptedError: The shard at ``path`` is damaged (files missing or unreadable).
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, dimension: int) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        dimension: int,
+        auto_index: AutoIndex | None = None,
+    ) -> None:
         if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1:
             msg = f"dimension must be a positive integer, got {dimension!r}"
             raise ConfigurationError(msg)
         self._path = Path(path)
         self._dimension = dimension
+        self._auto = auto_index if auto_index is not None else AutoIndex()
         self._mutex = threading.RLock()
+        self._journal: list[tuple[str, tuple[Any, ...]]] | None = None
+        self._since_check = 0
+        # Unindexed points a rebuild left (Edge leaves segments below its own indexing
+        # threshold unindexed: exact search is faster there); the next rebuild waits for
+        # min_unindexed more.
+        self._floor = 0
+        self._rebuild: threading.Thread | None = None
+        self._child: subprocess.Popen[bytes] | None = None
         self._path.mkdir(parents=True, exist_ok=True)
         self._lock_file = _lock(self._path)
         try:
+            drop_stale_generations(self._path)
+            self._shard_dir = current_generation(self._path)
+            if not self._shard_dir.is_dir():
+                problem = f"{self._shard_dir.name}, named live by CURRENT, is missing"
+                raise corrupted(self._path, problem)
             self._shard = self._open_shard()
             try:
                 with edge_errors(self._path, "update"):
@@ -93,9 +139,15 @@ class QdrantEdgeStore(QdrantStoreBase):
             raise
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str], *, dimension: int) -> QdrantEdgeStore:
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        dimension: int,
+        auto_index: AutoIndex | None = None,
+    ) -> QdrantEdgeStore:
         """Open (or create) the store at ``path``; same as the constructor."""
-        return cls(path, dimension=dimension)
+        return cls(path, dimension=dimension, auto_index=auto_index)
 
     @property
     def path(self) -> Path:
@@ -103,14 +155,15 @@ class QdrantEdgeStore(QdrantStoreBase):
         return self._path
 
     def _open_shard(self) -> qe.EdgeShard:
-        if shard_state(self._path) == "empty":
-            with edge_errors(self._path, "create"):
-                shard = qe.EdgeShard.create(str(self._path), _schema(self._dimension))
+        where = self._shard_dir
+        if shard_state(where) == "empty":
+            with edge_errors(where, "create"):
+                shard = qe.EdgeShard.create(str(where), _schema(self._dimension))
         else:
-            stored = _stored_dimension(self._path / CONFIG_FILE)
+            stored = _stored_dimension(where / CONFIG_FILE)
             qc.check_dimension(stored, self._dimension, f"the Qdrant Edge store at {self._path}")
-            with edge_errors(self._path, "load"):
-                shard = qe.EdgeShard.load(str(self._path))
+            with edge_errors(where, "load"):
+                shard = qe.EdgeShard.load(str(where))
         try:
             with edge_errors(self._path, "index"):
                 if set(_CONFIG_KEYS) - set(shard.info().payload_schema):
@@ -122,11 +175,12 @@ class QdrantEdgeStore(QdrantStoreBase):
         return shard
 
     def optimize(self) -> bool:
-        """Build the HNSW and payload indexes of new segments now (blocking).
+        """Build the HNSW and payload indexes of new segments now, in this process.
 
-        Edge runs its optimizers only when asked; until then new points are searched
-        exhaustively (filtered searches stay fast through the payload indexes). Call this
-        after a large import. Returns whether anything was optimized.
+        Blocking, and qdrant-edge-py holds the GIL meanwhile: the whole process waits (tens
+        of seconds at 50,000 points). The store also does this by itself, in a child process
+        (see ``auto_index``); call this when you want the index now, e.g. after a large
+        import before serving. Returns whether anything was optimized.
         """
         with self._mutex:
             self._check_open()
@@ -139,16 +193,37 @@ class QdrantEdgeStore(QdrantStoreBase):
             self._shard.flush()
 
     def close(self) -> None:
-        """Flush, close the shard and release the lock. Further use raises StoreClosedError."""
-        with self._mutex:
-            if self._closed:
-                return
-            self._closed = True
-            try:
+        """Flush, close the shard and release the lock. Further use raises StoreClosedError.
+
+        A background index rebuild still running is stopped (its work is dropped; the live
+        shard is complete without it)."""
+        try:
+            with self._mutex:
+                if self._closed:
+                    return
+                self._closed = True
+                if self._child is not None:
+                    self._child.kill()
                 self._shard.flush()
                 self._shard.close()
-            finally:
+        finally:
+            rebuild = self._rebuild
+            if rebuild is not None and rebuild is not threading.current_thread():
+                rebuild.join()  # it sees the store closed, drops its work and ends
+            if self._closed:
                 _unlock(self._lock_file)
+
+    @property
+    def indexing(self) -> bool:
+        """Whether a background index rebuild is running."""
+        rebuild = self._rebuild
+        return rebuild is not None and rebuild.is_alive()
+
+    def wait_for_index(self, timeout: float | None = None) -> None:
+        """Wait until a running background index rebuild has finished (or ``timeout``)."""
+        rebuild = self._rebuild
+        if rebuild is not None:
+            rebuild.join(timeout)
 
     async def aclose(self) -> None:
         """Async twin of :meth:`close` (the flush runs in a worker thread)."""
@@ -180,6 +255,107 @@ class QdrantEdgeStore(QdrantStoreBase):
                 msg = f"Qdrant Edge at {self._path} failed: {exc}"
                 raise StoreError(msg) from exc
 
+    # -- background index rebuild (see agentmem.long_term._edge_index) ----------------
+
+    def _note_write(self, op: str, args: tuple[Any, ...], points: int) -> None:
+        """After each write the live shard accepted (under the mutex): journal it while a
+        rebuild runs, and start a rebuild once enough points are unindexed."""
+        if self._journal is not None:
+            self._journal.append((op, args))
+        if not self._auto.enabled or self.indexing:
+            return
+        self._since_check += points
+        if self._since_check < self._auto.check_every:
+            return
+        self._since_check = 0
+        if self._unindexed() - self._floor < self._auto.min_unindexed:
+            return
+        self._floor = self._unindexed()  # a failed attempt is retried min_unindexed later
+        self._journal = []
+        self._rebuild = threading.Thread(
+            target=self._rebuild_index, name="agentmem-edge-index", daemon=True
+        )
+        self._rebuild.start()
+
+    def _unindexed(self) -> int:
+        info = self._shard.info()
+        return unindexed_points(info.points_count, info.indexed_vectors_count)
+
+    def _set_child(self, child: subprocess.Popen[bytes]) -> None:
+        with self._mutex:
+            self._child = child
+            if self._closed:
+                child.kill()
+
+    def _export_pages(self) -> Iterator[list[tuple[str, dict[str, Any], dict[str, Any]]]]:
+        offset: Any = None
+        while True:
+            with self._mutex:
+                self._check_open()
+                rows, offset = self._shard.scroll(
+                    qe.ScrollRequest(
+                        offset=offset, limit=_EXPORT_PAGE, with_payload=True, with_vector=True
+                    )
+                )
+            yield [(str(r.id), export_vectors(r.vector), dict(r.payload or {})) for r in rows]
+            if offset is None:
+                return
+
+    def _rebuild_index(self) -> None:
+        target = next_generation(self._path)
+        swapped = False
+        started = time.monotonic()
+        try:
+            build_generation(
+                target, self._dimension, self._export_pages(), on_start=self._set_child
+            )
+            built = time.monotonic()
+            with self._mutex:
+                self._check_open()
+                journal, self._journal = self._journal or [], None
+                with edge_errors(target, "load"):
+                    new = qe.EdgeShard.load(str(target))
+                old, self._shard = self._shard, new
+                try:
+                    for op, args in journal:  # absolute writes: replaying them is exact
+                        getattr(self, f"_op_{op}")(*args)
+                    new.flush()
+                    set_current_generation(self._path, target)
+                    swapped = True
+                except BaseException:
+                    self._shard = old
+                    with contextlib.suppress(Exception):
+                        new.close()
+                    raise
+                self._shard_dir = target
+                self._floor = self._unindexed()
+                with contextlib.suppress(Exception):
+                    old.close()
+                paused = time.monotonic() - built
+            drop_stale_generations(self._path)
+            logger.info(
+                "rebuilt the vector index of %s in the background in %.1f s (callers paused "
+                "%.2f s for the swap, %d writes replayed)",
+                self._path,
+                built - started,
+                paused,
+                len(journal),
+            )
+        except StoreClosedError:
+            pass  # closed meanwhile: the live shard is complete without this rebuild
+        except Exception:
+            logger.exception(
+                "background index rebuild of %s failed; the live shard is unchanged and "
+                "complete, and the rebuild is retried after more writes",
+                self._path,
+            )
+        finally:
+            with self._mutex:
+                self._journal = None
+                self._child = None
+            if not swapped:
+                shutil.rmtree(target, ignore_errors=True)
+
     # -- backend operations ------------------------------------------------------------
 
     def _op_upsert(self, points: list[qc.PointData]) -> None:
@@ -198,6 +374,7 @@ class QdrantEdgeStore(QdrantStoreBase):
                 ]
             )
         )
+        self._note_write("upsert", (points,), len(points))
 
     def _op_retrieve(self, ids: list[str]) -> list[qc.Hit]:
         rows = self._shard.retrieve(list(ids), with_payload=True, with_vector=False)
@@ -205,6 +382,7 @@ class QdrantEdgeStore(QdrantStoreBase):
 
     def _op_delete(self, ids: list[str]) -> None:
         self._shard.update(qe.UpdateOperation.delete_points(list(ids)))
+        self._note_write("delete", (ids,), len(ids))
 
     def _op_set_payload(self, patches: list[qc.Patch]) -> None:
         for patch in patches:
@@ -212,6 +390,7 @@ class QdrantEdgeStore(QdrantStoreBase):
                 self._shard.update(qe.UpdateOperation.set_payload([patch.id], patch.set))
             if patch.unset:
                 self._shard.update(qe.UpdateOperation.delete_payload([patch.id], patch.unset))
+        self._note_write("set_payload", (patches,), 0)
 
     def _op_query(self, spec: qc.QuerySpec) -> list[qc.Hit]:
         flt = _filter(spec.conditions)
@@ -281,6 +460,13 @@ class QdrantEdgeStore(QdrantStoreBase):
 
 
 _CONFIG_KEYS = (qc.TENANT_FIELD, *qc.KEYWORD_FIELDS, *qc.BOOL_FIELDS, *qc.FLOAT_FIELDS)
+
+
+def create_shard(path: Path, dimension: int) -> qe.EdgeShard:
+    """A new, empty shard at ``path`` with agentmem's schema and payload indexes."""
+    shard = qe.EdgeShard.create(str(path), _schema(dimension))
+    _create_indexes(shard)
+    return shard
 
 
 def _schema(dimension: int) -> qe.EdgeConfig:

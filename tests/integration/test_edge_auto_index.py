@@ -1,0 +1,157 @@
+"""Qdrant Edge builds its vector index by itself, off the callers' path, and safely.
+
+With a low ``AutoIndex`` threshold, writing past it starts a rebuild in a child process;
+the store keeps serving reads and writes meanwhile, every write made during the rebuild is
+in the new generation, a close or a kill -9 mid-rebuild loses nothing, and a store whose
+``CURRENT`` names a missing generation is refused as damaged.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agentmem.errors import StoreCorruptedError
+from agentmem.long_term.qdrant_edge import AutoIndex, QdrantEdgeStore
+from agentmem.long_term.records import MemoryRecord, RecordFilter, Scope
+from agentmem.long_term.store import SparseVector
+
+pytestmark = pytest.mark.integration
+
+DIM = 32
+ALICE = Scope(user_id="alice")
+ROOT = Path(__file__).resolve().parents[2]
+LOW = AutoIndex(min_unindexed=1_500, check_every=250)
+
+
+def write(store: QdrantEdgeStore, n: int, tag: str, seed: int = 0) -> list[MemoryRecord]:
+    rng = np.random.default_rng(seed)
+    records = [MemoryRecord.new(f"{tag} {i}", "semantic", scope=ALICE) for i in range(n)]
+    for start in range(0, n, 250):
+        chunk = records[start : start + 250]
+        store.upsert(
+            chunk,
+            rng.normal(size=(len(chunk), DIM)).tolist(),
+            [SparseVector([i], [1.0]) for i in range(len(chunk))],
+        )
+    return records
+
+
+def wait_until(predicate: object, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():  # type: ignore[operator]
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def test_a_rebuild_starts_by_itself_and_keeps_every_write(tmp_path: Path) -> None:
+    store = QdrantEdgeStore(tmp_path, dimension=DIM, auto_index=LOW)
+    try:
+        first = write(store, 2_000, "before")
+        wait_until(lambda: store.indexing or (tmp_path / "CURRENT").exists())
+        # Reads and writes go on while the child builds the new generation.
+        during = write(store, 300, "during", seed=1)
+        gone = first[:50]
+        store.delete(ALICE, [r.id for r in gone])
+        store.set_fields(ALICE, [first[60].id], {"importance": 0.99, "pinned": True})
+        assert store.count(ALICE) == 2_000 + 300 - 50
+        store.wait_for_index(120)
+        live = (tmp_path / "CURRENT").read_text()
+        assert live.startswith("gen-")
+        assert [p.name for p in tmp_path.glob("gen-*")] == [live]
+        assert not (tmp_path / "segments").exists()  # the old layout was dropped
+        kept = {r.id for r in store.scroll(ALICE, filter=RecordFilter(), limit=10_000)[0]}
+        assert kept == {r.id for r in [*first[50:], *during]}
+        (changed,) = store.get(ALICE, [first[60].id])
+        assert (changed.importance, changed.pinned) == (0.99, True)
+    finally:
+        store.close()
+    with QdrantEdgeStore(tmp_path, dimension=DIM) as reopened:
+        assert reopened.count(ALICE) == 2_250
+
+
+def test_below_the_threshold_nothing_is_rebuilt(tmp_path: Path) -> None:
+    with QdrantEdgeStore(tmp_path, dimension=DIM, auto_index=LOW) as store:
+        write(store, 1_000, "few")
+        assert not store.indexing
+    assert not (tmp_path / "CURRENT").exists()
+    off = AutoIndex(min_unindexed=1_500, check_every=250, enabled=False)
+    with QdrantEdgeStore(tmp_path, dimension=DIM, auto_index=off) as store:
+        write(store, 2_000, "many")
+        assert not store.indexing
+
+
+def test_close_during_a_rebuild_loses_nothing(tmp_path: Path) -> None:
+    store = QdrantEdgeStore(tmp_path, dimension=DIM, auto_index=LOW)
+    records = write(store, 2_000, "m")
+    wait_until(lambda: store.indexing or (tmp_path / "CURRENT").exists())
+    store.close()  # stops the child; the live generation is complete
+    with QdrantEdgeStore(tmp_path, dimension=DIM) as reopened:
+        assert reopened.count(ALICE) == len(records)
+        assert len(reopened.get(ALICE, [r.id for r in records])) == len(records)
+    live = (tmp_path / "CURRENT").read_text() if (tmp_path / "CURRENT").exists() else None
+    gens = sorted(p.name for p in tmp_path.glob("gen-*"))
+    assert gens == ([live] if live else [])
+
+
+def test_kill_during_a_rebuild_loses_nothing(tmp_path: Path) -> None:
+    code = textwrap.dedent(
+        """
+        import sys, numpy as np
+        from agentmem.long_term.qdrant_edge import AutoIndex, QdrantEdgeStore
+        from agentmem.long_term.records import MemoryRecord, Scope
+        from agentmem.long_term.store import SparseVector
+        store = QdrantEdgeStore(sys.argv[1], dimension=32,
+                                auto_index=AutoIndex(min_unindexed=1500, check_every=250))
+        rng = np.random.default_rng(0)
+        i = 0
+        while True:
+            recs = [MemoryRecord.new(f"m{i}-{j}", "semantic", scope=Scope(user_id="alice"))
+                    for j in range(250)]
+            store.upsert(recs, rng.normal(size=(250, 32)).tolist(),
+                         [SparseVector([j], [1.0]) for j in range(250)])
+            print(i, int(store.indexing), flush=True)
+            i += 1
+        """
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", code, str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    assert child.stdout is not None
+    acked = -1
+    for line in child.stdout:
+        batch, indexing = (int(x) for x in line.split())
+        acked = batch
+        if indexing and batch >= 10:
+            break
+    child.send_signal(signal.SIGKILL)
+    child.wait(timeout=60)
+    for stream in (child.stdout, child.stderr):
+        if stream is not None:
+            stream.close()
+    assert acked >= 10
+    with QdrantEdgeStore(tmp_path, dimension=DIM) as store:
+        assert store.count(ALICE) >= (acked + 1) * 250
+    live = (tmp_path / "CURRENT").read_text() if (tmp_path / "CURRENT").exists() else None
+    assert sorted(p.name for p in tmp_path.glob("gen-*")) == ([live] if live else [])
+
+
+def test_a_missing_live_generation_is_refused_as_damaged(tmp_path: Path) -> None:
+    with QdrantEdgeStore(tmp_path, dimension=DIM):
+        pass
+    (tmp_path / "CURRENT").write_text("gen-7")
+    with pytest.raises(StoreCorruptedError, match="gen-7"):
+        QdrantEdgeStore(tmp_path, dimension=DIM)
+    with pytest.raises(Exception, match="positive integer"):
+        AutoIndex(min_unindexed=0)
