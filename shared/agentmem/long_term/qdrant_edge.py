@@ -197,21 +197,21 @@ class QdrantEdgeStore(QdrantStoreBase):
 
         A background index rebuild still running is stopped (its work is dropped; the live
         shard is complete without it)."""
+        with self._mutex:
+            if self._closed:
+                return
+            self._closed = True
+            if self._child is not None:
+                self._child.kill()
         try:
             with self._mutex:
-                if self._closed:
-                    return
-                self._closed = True
-                if self._child is not None:
-                    self._child.kill()
                 self._shard.flush()
                 self._shard.close()
         finally:
             rebuild = self._rebuild
             if rebuild is not None and rebuild is not threading.current_thread():
                 rebuild.join()  # it sees the store closed, drops its work and ends
-            if self._closed:
-                _unlock(self._lock_file)
+            _unlock(self._lock_file)
 
     @property
     def indexing(self) -> bool:
