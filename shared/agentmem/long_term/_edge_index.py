@@ -74,16 +74,39 @@ class AutoIndex:
         min_unindexed: Rebuild once at least this many points are searched without the
             HNSW index. Below it, exact search over the unindexed points is fast (a few ms
             per 10,000 filtered points here), so rebuilding would cost more than it saves.
+        growth: Also wait until the unindexed points are at least this fraction of the
+            indexed ones. A rebuild re-indexes every point, so waiting for the store to grow
+            by a fixed fraction keeps the total indexing work linear in the store's size
+            (each point is indexed at most ``1 + 1 / growth`` times over the store's life),
+            while at most ``growth / (1 + growth)`` of the points are searched exactly.
         check_every: Points written between two checks of the count (a check reads the
             shard's counters: microseconds).
         enabled: ``False`` turns it off; :meth:`QdrantEdgeStore.optimize` still works.
     """
 
     min_unindexed: int = 20_000
+    growth: float = 0.25
     check_every: int = 1_000
     enabled: bool = True
 
+    def due(self, unindexed: int, points: int) -> bool:
+        """Whether a store with ``points`` points, ``unindexed`` of them without the index
+        (beyond what the last rebuild left), should rebuild now.
+
+        Example:
+            >>> policy = AutoIndex()
+            >>> policy.due(19_999, 19_999), policy.due(20_000, 20_000)
+            (False, True)
+            >>> policy.due(20_000, 200_000), policy.due(45_000, 200_000)
+            (False, True)
+        """
+        indexed = max(0, points - unindexed)
+        return unindexed >= max(self.min_unindexed, self.growth * indexed)
+
     def __post_init__(self) -> None:
+        if isinstance(self.growth, bool) or not 0 <= self.growth <= 10:
+            msg = f"AutoIndex.growth must be a number in [0, 10], got {self.growth!r}"
+            raise ConfigurationError(msg)
         for name in ("min_unindexed", "check_every"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -96,7 +119,7 @@ def unindexed_points(points: int, indexed_vectors: int) -> int:
     and BM25); the sparse one is always indexed, the dense one only once optimized.
 
     Example:
-        >>> unindexed_points(30_000, 30_000), unindexed_points(30_001, 60_000)
+        >>> unindexed_points(30_000, 30_000), unindexed_points(30_001, 60_001)
         (30000, 1)
     """
     return max(0, 2 * points - indexed_vectors)

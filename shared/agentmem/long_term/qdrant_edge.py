@@ -268,9 +268,11 @@ class QdrantEdgeStore(QdrantStoreBase):
         if self._since_check < self._auto.check_every:
             return
         self._since_check = 0
-        if self._unindexed() - self._floor < self._auto.min_unindexed:
+        info = self._shard.info()
+        unindexed = unindexed_points(info.points_count, info.indexed_vectors_count)
+        if not self._auto.due(unindexed - self._floor, info.points_count):
             return
-        self._floor = self._unindexed()  # a failed attempt is retried min_unindexed later
+        self._floor = unindexed  # a failed attempt is retried once as many more are written
         self._journal = []
         self._rebuild = threading.Thread(
             target=self._rebuild_index, name="agentmem-edge-index", daemon=True
