@@ -18,6 +18,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from agentmem.context import ContextBudgetError
 from agentmem.long_term.store import ScoredRecord
 from agentmem.retrieval import MEMORY_BLOCK_CLOSE, MEMORY_BLOCK_OPEN, render_memory_line
+from agentmem.short_term.summary import render_summary
 from agentmem.tokens import TokenCounter
 from agentmem.types import Message
 from langchain_agentmem._convert import from_langchain
@@ -59,7 +60,7 @@ class Fitted:
 def _system_text(base: str, summary: str | None, lines: list[str]) -> str:
     parts = [base] if base else []
     if summary:
-        parts.append(f"<conversation_summary>\n{summary}\n</conversation_summary>")
+        parts.append(render_summary(summary))  # delimited, markup escaped
     if lines:
         parts.append("\n".join([MEMORY_BLOCK_OPEN, *lines, MEMORY_BLOCK_CLOSE]))
     return "\n\n".join(parts)

@@ -23,6 +23,7 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.memory.memory import BaseMemoryBlock
 from llama_index.core.memory.memory_blocks.fact import FactExtractionMemoryBlock
 
+from agentmem._escape import escape_line
 from agentmem.consolidation import MemoryConsolidator
 from agentmem.llm import ChatModel
 from agentmem.long_term.memory import LongTermMemory
@@ -242,7 +243,9 @@ class FactMemoryBlock(FactExtractionMemoryBlock):
 
     async def _aget(self, messages: list[ChatMessage] | None = None, **block_kwargs: Any) -> str:
         await self._aload()
-        return await super()._aget(messages, **block_kwargs)
+        # LlamaIndex's own rendering puts facts (model output from user text) raw between
+        # <fact> tags; escaped, no fact can close its tag or the block around it.
+        return "\n".join(f"<fact>{escape_line(fact)}</fact>" for fact in self.facts)
 
     async def _aput(self, messages: list[ChatMessage]) -> None:
         await self._aload()

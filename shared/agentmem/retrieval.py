@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from agentmem._escape import escape_line
 from agentmem.errors import ConfigurationError
 from agentmem.long_term.memory import LongTermMemory
 from agentmem.long_term.ranking import SearchMode
@@ -62,9 +63,7 @@ def render_memory_line(hit: ScoredRecord) -> str:
     """
     record = hit.record
     kind = record.memory_type + (f"/{record.subtype}" if record.subtype else "")
-    text = " ".join(record.content.split())
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return f"- [{record.created_at.date().isoformat()} {kind}] {text}"
+    return f"- [{record.created_at.date().isoformat()} {kind}] {escape_line(record.content)}"
 
 
 @dataclass(frozen=True)
