@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from agentmem._cli_common import NO_LLM_STATUS
 from agentmem.cli import main
 
 pytestmark = pytest.mark.integration
@@ -32,8 +33,11 @@ def test_demo_runs_offline_and_honours_agentmem_home(tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
+    # stderr holds the documented status line and nothing else (no model-loading bars,
+    # no progress off a terminal, no warnings).
+    assert done.stderr == NO_LLM_STATUS + "\n"
     out = done.stdout
-    assert "No LLM configured" in out
+    assert "No LLM configured" not in out
     assert "Recalled from session one:" in out
     assert "tabs" in out.split("Recalled from session one:")[1].split("Prompt:")[0]
     assert "reply_priming" in out
@@ -85,5 +89,36 @@ def test_bad_import_file_is_a_clear_error(
 ) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"content": "no type"}\n', encoding="utf-8")
-    assert main(["--home", str(tmp_path / "h"), "import", str(bad), "--user", "alice"]) == 2
-    assert "bad.jsonl:1: not a memory record" in capsys.readouterr().out
+    assert main(["--home", str(tmp_path / "h"), "import", str(bad), "--user", "alice"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f"agentmem: {bad}:1: not a memory record: field 'memory_type' is missing; "
+        "import reads the lines `agentmem export` writes\n"
+    )
+    assert not (tmp_path / "h").exists()
+
+
+def test_locomo_file_is_ingested_one_memory_per_turn(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sample = {
+        "sample_id": "conv-1",
+        "conversation": {
+            "speaker_a": "Ann",
+            "speaker_b": "Bo",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [
+                {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a puppy named Biscuit"},
+                {"speaker": "Bo", "dia_id": "D1:2", "text": "Lovely!", "blip_caption": "a dog"},
+            ],
+        },
+    }
+    data = tmp_path / "locomo.json"
+    data.write_text(json.dumps([sample]), encoding="utf-8")
+    home = str(tmp_path / "home")
+    out = run(capsys, "--home", home, "ingest", str(data), "--user", "ann")
+    assert out == "ingested 2 turns from 1 LoCoMo conversations\n"
+    found = run(capsys, "--home", home, "search", "what is the puppy called", "--user", "ann")
+    assert "Biscuit" in found.splitlines()[1]
+    assert "2 memories" in run(capsys, "--home", home, "stats", "--user", "ann")

@@ -1,0 +1,228 @@
+"""What the command line's commands share: argument checks, opening the stores, the LLM
+status line and disk usage (private).
+
+The checks here run before any store is opened or any model is loaded; each raises an
+:class:`~agentmem.errors.AgentMemError` whose one-line message names the option or file and
+the fix.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import stat
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, TextIO
+
+from agentmem._cli_embedder import DeferredEmbedder
+from agentmem._cli_progress import TransientStatus
+from agentmem.errors import ConfigurationError, InvalidValueError
+
+if TYPE_CHECKING:
+    from agentmem.backends import BackendConfig
+    from agentmem.llm import ChatModel
+    from agentmem.long_term import LongTermMemory
+
+__all__ = [
+    "NO_LLM_STATUS",
+    "atomic_writer",
+    "check_home",
+    "check_positive",
+    "check_user",
+    "deferred_embedder",
+    "disk_usage",
+    "format_bytes",
+    "llm_from_environment",
+    "open_long_term",
+    "require_memories_home",
+    "require_user_memories",
+]
+
+NO_LLM_STATUS = (
+    "No LLM configured (set OPENAI_API_KEY or OPENAI_BASE_URL to use one): "
+    "no summaries; conversation rounds are stored as episodes."
+)
+"""The status line (on stderr) of commands that would use an LLM when none is configured."""
+
+
+def check_user(args: argparse.Namespace) -> str:
+    """The ``--user`` id, checked like every scope id.
+
+    Example:
+        >>> check_user(argparse.Namespace(user="alice"))
+        'alice'
+    """
+    from agentmem.stores.base import validate_session_id
+
+    return validate_session_id(args.user, what="--user")
+
+
+def check_session(value: str | None, option: str = "--session") -> str | None:
+    """``--session``, if given, checked like every session id."""
+    if value is None:
+        return None
+    from agentmem.stores.base import validate_session_id
+
+    return validate_session_id(value, what=option)
+
+
+def check_positive(value: float | None, option: str, *, integer: bool = True) -> None:
+    """Refuse a ``--max-tokens 0``-like value: ``option`` must be > 0 (finite)."""
+    if value is None:
+        return
+    if not math.isfinite(value) or value <= 0:
+        kind = "a whole number" if integer else "a number"
+        msg = f"{option} must be {kind} greater than 0, got {value!r}"
+        raise ConfigurationError(msg)
+
+
+def check_query(query: str) -> str:
+    """A non-blank query."""
+    if not query.strip():
+        msg = 'the query is empty; pass some text to search for, e.g. "tabs or spaces?"'
+        raise InvalidValueError(msg)
+    return query
+
+
+def resolve_config(args: argparse.Namespace) -> BackendConfig:
+    """Where the stores are: ``--home``/``AGENTMEM_HOME`` and the server variables."""
+    from agentmem.backends import BackendConfig
+
+    return BackendConfig.resolve(args.home)
+
+
+def check_home(config: BackendConfig) -> None:
+    """Refuse a home that exists but is not a directory."""
+    if config.home.exists() and not config.home.is_dir():
+        msg = f"--home {config.home} is a file, not a directory; pass a directory"
+        raise ConfigurationError(msg)
+
+
+def require_memories_home(config: BackendConfig, user: str) -> None:
+    """For reading commands: refuse a home that holds no memories at all (nothing created)."""
+    check_home(config)
+    if config.qdrant_url is None and not (config.home / "long_term").is_dir():
+        msg = (
+            f"no memories in {config.home} yet: store some with `agentmem ingest FILE --user "
+            f"{user}` (or run `agentmem demo`), or pass the --home that holds them"
+        )
+        raise InvalidValueError(msg)
+
+
+def require_user_memories(memory: LongTermMemory, where: Path | str) -> int:
+    """How many memories the user has (history included); refuse a user with none."""
+    from agentmem.long_term import RecordFilter
+
+    count = memory.store.count(memory.scope, filter=RecordFilter(include_history=True))
+    if count == 0:
+        msg = (
+            f"user {memory.scope.user_id!r} has no memories in {where}; check --user "
+            "(ids are case-sensitive) or --home"
+        )
+        raise InvalidValueError(msg)
+    return count
+
+
+def deferred_embedder(**kwargs: Any) -> DeferredEmbedder:
+    """The default embedder, loaded on first use with a status line on a terminal."""
+    return DeferredEmbedder(
+        loading=lambda: TransientStatus("loading the embedding model (all-MiniLM-L6-v2)"),
+        **kwargs,
+    )
+
+
+def open_long_term(config: BackendConfig, user: str, embedder: DeferredEmbedder) -> LongTermMemory:
+    """The user's long-term memory on the configured store (no model is loaded)."""
+    from agentmem.long_term import LongTermMemory
+
+    return LongTermMemory.open(user_id=user, home=config.home, embedder=embedder)
+
+
+def llm_from_environment(err: TextIO) -> ChatModel | None:
+    """The OpenAI-compatible LLM of the environment, or ``None``; one status line on ``err``."""
+    if not (os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL")):
+        err.write(NO_LLM_STATUS + "\n")
+        return None
+    from agentmem.llm_openai import OpenAIChatModel
+
+    model = os.environ.get("AGENTMEM_MODEL", "gpt-4o-mini")
+    err.write(f"LLM: {model} via OpenAI-compatible API.\n")
+    return OpenAIChatModel(model=model)
+
+
+def disk_usage(root: Path) -> tuple[int, int]:
+    """Bytes allocated on disk (blocks, as ``du`` counts) and apparent size, under ``root``.
+
+    Sparse files (Qdrant preallocates large ones) count by the blocks they really use;
+    hard links count once; symbolic links are not followed. Where the platform reports no
+    blocks (Windows), the apparent size stands for both.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> root = pathlib.Path(tempfile.mkdtemp())
+        >>> with open(root / "sparse", "wb") as f:
+        ...     _ = f.seek(50_000_000); _ = f.write(b"x")
+        >>> allocated, apparent = disk_usage(root)
+        >>> apparent > 50_000_000 > allocated
+        True
+    """
+    allocated = apparent = 0
+    seen: set[tuple[int, int]] = set()
+    stack = [root]
+    while stack:
+        path = stack.pop()
+        try:
+            info = path.lstat()
+        except OSError:
+            continue  # removed meanwhile
+        key = (info.st_dev, info.st_ino)
+        if key in seen:
+            continue
+        seen.add(key)
+        blocks = getattr(info, "st_blocks", None)
+        allocated += blocks * 512 if blocks is not None else info.st_size
+        apparent += info.st_size
+        if stat.S_ISDIR(info.st_mode):
+            try:
+                stack.extend(path.iterdir())
+            except OSError:
+                continue
+    return allocated, apparent
+
+
+def format_bytes(size: int) -> str:
+    """``844.0 KB``, ``255.3 MB`` (powers of 1000, as ``du --si``).
+
+    Example:
+        >>> format_bytes(864_256), format_bytes(255_300_000)
+        ('864.3 KB', '255.3 MB')
+    """
+    value = float(size)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1000 or unit == "GB":
+            return f"{value:.0f} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1000
+    raise AssertionError  # pragma: no cover
+
+
+@contextmanager
+def atomic_writer(path: Path) -> Iterator[IO[str]]:
+    """Write ``path`` through a temporary file renamed into place at the end: on any error
+    the target is left as it was and the temporary file is removed."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with temporary.open("w", encoding="utf-8", newline="\n") as handle:
+            yield handle
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
+def stderr() -> TextIO:
+    """The process's stderr (looked up at call time, so tests can redirect it)."""
+    return sys.stderr

@@ -1,0 +1,97 @@
+"""``agentmem demo``: two scripted sessions of one user, offline, on the embedded defaults
+(private). Its options are checked before anything is written or loaded."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import timedelta
+from typing import TextIO
+
+from agentmem import _cli_common as common
+from agentmem.errors import ConfigurationError
+from agentmem.types import utcnow
+
+__all__ = ["SESSION_ONE", "SESSION_TWO_QUERY", "SYSTEM_PROMPT", "demo_command"]
+
+SESSION_ONE = [
+    ("Hi! I only write Python, and I indent with tabs, not spaces.", "Noted: Python, tabs."),
+    ("My daughter's birthday is on 14 March; remind me a week before.", "I'll remember 14 March."),
+    ("I'm planning a trip to Oslo in spring.", "Oslo in spring is lovely; pack a rain jacket."),
+    ("我也会说一点中文，请用简短的句子回答中文问题。", "好的，我会用简短的句子回答。"),
+]
+SESSION_TWO_QUERY = "Write me a snippet that reads a CSV file — which language and indentation?"
+SYSTEM_PROMPT = "You are a coding assistant."
+
+
+def minimum_budget() -> int:
+    """Tokens the demo's prompt needs at least: its system prompt and question."""
+    from agentmem.tokens import TokenCounter
+
+    return TokenCounter().count_messages(
+        [
+            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": SESSION_TWO_QUERY},
+        ]
+    )
+
+
+def demo_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Run the demo (see the module docstring); returns the exit status."""
+    from agentmem.forgetting import ForgettingPolicy
+    from agentmem.manager import MemoryManager
+
+    user = common.check_user(args)
+    needed = minimum_budget()
+    if args.max_tokens < needed:
+        msg = (
+            f"--max-tokens {args.max_tokens} is too small: the demo's system prompt and "
+            f"question alone take {needed} tokens; pass --max-tokens 600 (the default) or more"
+        )
+        raise ConfigurationError(msg)
+    config = common.resolve_config(args)
+    common.check_home(config)
+    embedder = common.deferred_embedder()
+    llm = common.llm_from_environment(err)
+
+    out.write(f"agentmem demo — home: {config.home}\n")
+    one = MemoryManager.open(
+        user_id=user, home=config.home, llm=llm, embedder=embedder, consolidate_every_tokens=None
+    )
+    try:
+        embedder.load()
+        out.write(f"\n== Session one ({one.session_id})\n")
+        for said, answered in SESSION_ONE:
+            one.process_interaction(said, answered)
+            out.write(f"  user: {said}\n  assistant: {answered}\n")
+        one.update_working_memory("trip_city", "Oslo", ttl=3600)
+        report = one.consolidate()
+        out.write(
+            f"Consolidated {report.messages} messages into long-term memory: "
+            f"{report.written} written, {len(report.decisions) - report.written} reinforced.\n"
+        )
+    finally:
+        one.close()
+
+    two = MemoryManager.open(user_id=user, home=config.home, llm=None, embedder=embedder)
+    try:
+        out.write(f"\n== Session two ({two.session_id}), a new conversation\n")
+        out.write(f"  user: {SESSION_TWO_QUERY}\n")
+        ctx = two.build_context(
+            SESSION_TWO_QUERY, max_tokens=args.max_tokens, system_prompt=SYSTEM_PROMPT
+        )
+        out.write("\nRecalled from session one:\n")
+        for hit in ctx.recalled:
+            text = " ".join(hit.record.content.split())
+            out.write(f"  {hit.score:.4f}  {text[:90]}\n")
+        out.write(f"\nPrompt: {len(ctx.messages)} messages, {ctx.token_count} tokens")
+        out.write(f" (budget {ctx.max_tokens}, {two.token_counter.encoding_name}). Ledger:\n")
+        for section, tokens in ctx.ledger.items():
+            out.write(f"  {section:<14} {tokens:>5}\n")
+        out.write(f"  {'total':<14} {sum(ctx.ledger.values()):>5}\n")
+        later = utcnow() + timedelta(days=180)
+        out.write("\nForgetting, dry run as of 180 days from now if nothing is used meanwhile:\n")
+        forgetting = two.forget(dry_run=True, policy=ForgettingPolicy(clock=lambda: later))
+        out.write("\n".join("  " + line for line in forgetting.to_text().splitlines()) + "\n")
+    finally:
+        two.close()
+    return 0
