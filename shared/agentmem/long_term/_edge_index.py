@@ -14,10 +14,12 @@ a background thread rebuilds the shard in a child process and swaps it in:
 3. **journal** - every write the store accepts from the start of the export is also kept,
    in order. agentmem's writes are absolute (set a value, never add to one), so replaying
    them over a copy that already holds some of them gives exactly the live state;
-4. **swap** - under the store's lock: the new shard is loaded, the journal replayed and
-   flushed, ``CURRENT`` (the name of the live generation) replaced atomically, and the old
-   shard closed and deleted. Only this step pauses callers (loading an optimized shard:
-   about 0.7 s at 20,000 points here).
+4. **catch up and swap** - the new shard is loaded and the journal replayed into it in
+   rounds while callers go on; once the rest is short, under the store's lock, the rest is
+   replayed and flushed, ``CURRENT`` (the name of the live generation) replaced atomically,
+   and the old shard closed and deleted. Only that last step holds the store's lock. (Loading
+   the new shard runs in Edge holding the GIL, like every Edge call: the process pauses
+   for the load, about 0.7 s at 20,000 points here.)
 
 Crash safety: ``CURRENT`` names a generation only once it is complete; a crash at any point
 leaves the old generation live, and the next open deletes generations ``CURRENT`` does not
@@ -246,7 +248,7 @@ def _child(target: Path, dimension: int, source: IO[bytes]) -> None:
 
     from agentmem.long_term.qdrant_edge import create_shard
 
-    shard = create_shard(target, dimension)
+    shard = create_shard(target, dimension, index_everything=True)
     try:
         while (page := pickle.load(source)) is not None:
             points = [

@@ -75,6 +75,7 @@ __all__ = ["AutoIndex", "QdrantEdgeStore", "create_shard"]
 
 logger = logging.getLogger(__name__)
 _EXPORT_PAGE = 512
+_FINAL_REPLAY = 32  # journal entries replayed under the store's lock at the swap
 
 LOCK_FILE = "agentmem.lock"
 
@@ -112,10 +113,6 @@ class QdrantEdgeStore(QdrantStoreBase):
         self._mutex = threading.RLock()
         self._journal: list[tuple[str, tuple[Any, ...]]] | None = None
         self._since_check = 0
-        # Unindexed points a rebuild left (Edge leaves segments below its own indexing
-        # threshold unindexed: exact search is faster there); the next rebuild waits for
-        # min_unindexed more.
-        self._floor = 0
         self._rebuild: threading.Thread | None = None
         self._child: subprocess.Popen[bytes] | None = None
         self._path.mkdir(parents=True, exist_ok=True)
@@ -270,18 +267,13 @@ class QdrantEdgeStore(QdrantStoreBase):
         self._since_check = 0
         info = self._shard.info()
         unindexed = unindexed_points(info.points_count, info.indexed_vectors_count)
-        if not self._auto.due(unindexed - self._floor, info.points_count):
+        if not self._auto.due(unindexed, info.points_count):
             return
-        self._floor = unindexed  # a failed attempt is retried once as many more are written
         self._journal = []
         self._rebuild = threading.Thread(
             target=self._rebuild_index, name="agentmem-edge-index", daemon=True
         )
         self._rebuild.start()
-
-    def _unindexed(self) -> int:
-        info = self._shard.info()
-        return unindexed_points(info.points_count, info.indexed_vectors_count)
 
     def _set_child(self, child: subprocess.Popen[bytes]) -> None:
         with self._mutex:
@@ -306,42 +298,47 @@ class QdrantEdgeStore(QdrantStoreBase):
     def _rebuild_index(self) -> None:
         target = next_generation(self._path)
         swapped = False
+        new: qe.EdgeShard | None = None
         started = time.monotonic()
         try:
             build_generation(
                 target, self._dimension, self._export_pages(), on_start=self._set_child
             )
             built = time.monotonic()
+            with edge_errors(target, "load"):
+                new = qe.EdgeShard.load(str(target))
+            # Catch up with the writes made meanwhile without holding the store: replay the
+            # journal in rounds while it keeps growing, and only its tail under the lock.
+            replayed = 0
+            while True:
+                with self._mutex:
+                    self._check_open()
+                    batch, self._journal = self._journal or [], []
+                if len(batch) <= _FINAL_REPLAY:
+                    break
+                for op, args in batch:  # absolute writes: replaying them is exact
+                    _apply(new, op, args)
+                replayed += len(batch)
             with self._mutex:
                 self._check_open()
-                journal, self._journal = self._journal or [], None
-                with edge_errors(target, "load"):
-                    new = qe.EdgeShard.load(str(target))
-                old, self._shard = self._shard, new
-                try:
-                    for op, args in journal:  # absolute writes: replaying them is exact
-                        getattr(self, f"_op_{op}")(*args)
-                    new.flush()
-                    set_current_generation(self._path, target)
-                    swapped = True
-                except BaseException:
-                    self._shard = old
-                    with contextlib.suppress(Exception):
-                        new.close()
-                    raise
-                self._shard_dir = target
-                self._floor = self._unindexed()
-                with contextlib.suppress(Exception):
-                    old.close()
-                paused = time.monotonic() - built
+                paused_from = time.monotonic()
+                tail, self._journal = [*batch, *(self._journal or [])], None
+                for op, args in tail:
+                    _apply(new, op, args)  # each in Edge's WAL before it returns: durable
+                set_current_generation(self._path, target)
+                swapped = True
+                old, self._shard, self._shard_dir = self._shard, new, target
+                paused = time.monotonic() - paused_from
+            with contextlib.suppress(Exception):
+                old.close()  # nobody uses it any more; its flush need not hold anyone up
             drop_stale_generations(self._path)
             logger.info(
-                "rebuilt the vector index of %s in the background in %.1f s (callers paused "
-                "%.2f s for the swap, %d writes replayed)",
+                "rebuilt the vector index of %s in the background in %.1f s, caught up with "
+                "%d writes made meanwhile; callers paused %.3f s for the swap",
                 self._path,
                 built - started,
+                replayed + len(tail),
                 paused,
-                len(journal),
             )
         except StoreClosedError:
             pass  # closed meanwhile: the live shard is complete without this rebuild
@@ -356,26 +353,15 @@ class QdrantEdgeStore(QdrantStoreBase):
                 self._journal = None
                 self._child = None
             if not swapped:
+                if new is not None:
+                    with contextlib.suppress(Exception):
+                        new.close()
                 shutil.rmtree(target, ignore_errors=True)
 
     # -- backend operations ------------------------------------------------------------
 
     def _op_upsert(self, points: list[qc.PointData]) -> None:
-        self._shard.update(
-            qe.UpdateOperation.upsert_points(
-                [
-                    qe.Point(
-                        p.id,
-                        {
-                            DENSE_VECTOR: p.dense,
-                            SPARSE_VECTOR: qe.SparseVector(p.sparse.indices, p.sparse.values),
-                        },
-                        p.payload,
-                    )
-                    for p in points
-                ]
-            )
-        )
+        _apply(self._shard, "upsert", (points,))
         self._note_write("upsert", (points,), len(points))
 
     def _op_retrieve(self, ids: list[str]) -> list[qc.Hit]:
@@ -383,15 +369,11 @@ class QdrantEdgeStore(QdrantStoreBase):
         return [qc.Hit(str(r.id), 0.0, dict(r.payload or {})) for r in rows]
 
     def _op_delete(self, ids: list[str]) -> None:
-        self._shard.update(qe.UpdateOperation.delete_points(list(ids)))
+        _apply(self._shard, "delete", (ids,))
         self._note_write("delete", (ids,), len(ids))
 
     def _op_set_payload(self, patches: list[qc.Patch]) -> None:
-        for patch in patches:
-            if patch.set:
-                self._shard.update(qe.UpdateOperation.set_payload([patch.id], patch.set))
-            if patch.unset:
-                self._shard.update(qe.UpdateOperation.delete_payload([patch.id], patch.unset))
+        _apply(self._shard, "set_payload", (patches,))
         self._note_write("set_payload", (patches,), 0)
 
     def _op_query(self, spec: qc.QuerySpec) -> list[qc.Hit]:
@@ -464,17 +446,54 @@ class QdrantEdgeStore(QdrantStoreBase):
 _CONFIG_KEYS = (qc.TENANT_FIELD, *qc.KEYWORD_FIELDS, *qc.BOOL_FIELDS, *qc.FLOAT_FIELDS)
 
 
-def create_shard(path: Path, dimension: int) -> qe.EdgeShard:
-    """A new, empty shard at ``path`` with agentmem's schema and payload indexes."""
-    shard = qe.EdgeShard.create(str(path), _schema(dimension))
+def _apply(shard: qe.EdgeShard, op: str, args: tuple[Any, ...]) -> None:
+    """Apply one write to ``shard`` (the live one, or a rebuilt one catching up)."""
+    if op == "upsert":
+        (points,) = args
+        shard.update(
+            qe.UpdateOperation.upsert_points(
+                [
+                    qe.Point(
+                        p.id,
+                        {
+                            DENSE_VECTOR: p.dense,
+                            SPARSE_VECTOR: qe.SparseVector(p.sparse.indices, p.sparse.values),
+                        },
+                        p.payload,
+                    )
+                    for p in points
+                ]
+            )
+        )
+    elif op == "delete":
+        (ids,) = args
+        shard.update(qe.UpdateOperation.delete_points(list(ids)))
+    else:
+        (patches,) = args
+        for patch in patches:
+            if patch.set:
+                shard.update(qe.UpdateOperation.set_payload([patch.id], patch.set))
+            if patch.unset:
+                shard.update(qe.UpdateOperation.delete_payload([patch.id], patch.unset))
+
+
+def create_shard(path: Path, dimension: int, *, index_everything: bool = False) -> qe.EdgeShard:
+    """A new, empty shard at ``path`` with agentmem's schema and payload indexes.
+
+    ``index_everything`` (a rebuilt generation) makes ``optimize()`` index every segment,
+    however small; otherwise Edge leaves segments under about 10 MB of vectors unindexed.
+    """
+    shard = qe.EdgeShard.create(str(path), _schema(dimension, index_everything=index_everything))
     _create_indexes(shard)
     return shard
 
 
-def _schema(dimension: int) -> qe.EdgeConfig:
+def _schema(dimension: int, *, index_everything: bool = False) -> qe.EdgeConfig:
+    optimizers = qe.EdgeOptimizersConfig(indexing_threshold=1) if index_everything else None
     return qe.EdgeConfig(
         vectors={DENSE_VECTOR: qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine)},
         sparse_vectors={SPARSE_VECTOR: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+        optimizers=optimizers,
     )
 
 
