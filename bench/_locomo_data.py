@@ -1,9 +1,10 @@
 """Loading LoCoMo-format files: turns, questions, session dates and evidence clean-up.
 
-The schema and the clean-up rules are those of ``../shared/bench-data/locomo/README.md``:
-evidence strings are split on ``;`` and whitespace, ``'D:'`` becomes ``'D'``, leading zeros
-are stripped from both numbers, and ids that carry no turn (the bare ``'D'``) or point to a
-turn that does not exist are dropped. Every change is counted in :class:`CleanupStats`.
+The schema is that of LoCoMo's public ``data/locomo10.json``, whose few malformed evidence
+ids are cleaned up: evidence strings are split on ``;`` and whitespace, ``'D:'`` becomes
+``'D'``, leading zeros are stripped from both numbers, and ids that carry no turn (the bare
+``'D'``) or point to a turn that does not exist are dropped. Every change is counted in
+:class:`CleanupStats`.
 
 Example:
     >>> clean_evidence(["D8:6; D9:17", "D:11:26", "D30:05", "D"], {"D8:6", "D9:17", "D11:26"})

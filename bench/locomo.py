@@ -8,7 +8,7 @@ Usage:
         [--half-life-days 30] [--duplicate-threshold 0.97|none] [--mmr-lambda none]
         [--now last-session|wall]
 
-Protocol (``../shared/BENCHMARKS.md``): one ``LongTermMemory`` scope per conversation (all in
+Protocol: one ``LongTermMemory`` scope per conversation (all in
 one Qdrant Edge store on a temporary directory, real local all-MiniLM-L6-v2 embedder); every
 turn is one memory, ``'{speaker} said, "{text}"'`` plus ``' and shared {blip_caption}'``,
 written with ``store_records`` in batches, with the session date as ``created_at`` and
@@ -54,7 +54,9 @@ from bench._locomo_data import (  # noqa: E402
 
 __all__ = ["DEFAULT_DATA", "DRAGON_R_FRAC_AT_10", "main", "run"]
 
-DEFAULT_DATA = ROOT.parent / "shared" / "bench-data" / "locomo" / "locomo-dev.json"
+#: LoCoMo's ``data/locomo10.json`` goes here (CC BY-NC 4.0: not shipped; see the README).
+DEFAULT_DATA = ROOT / "bench" / "data" / "locomo10.json"
+LOCOMO_SOURCE = "https://github.com/snap-research/locomo (data/locomo10.json, CC BY-NC 4.0)"
 DEFAULT_OUT = ROOT / "bench" / "results" / "locomo.json"
 #: LoCoMo paper, Table 3: DRAGON turn-level R_frac@10 over all questions of the full set.
 DRAGON_R_FRAC_AT_10 = 0.662
@@ -271,7 +273,12 @@ def _print_report(report: dict[str, Any], ks: Sequence[int]) -> None:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=DEFAULT_DATA,
+        help=f"LoCoMo-format JSON (default: bench/data/locomo10.json, from {LOCOMO_SOURCE})",
+    )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument(
         "--modes",
@@ -303,7 +310,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"unknown mode(s) {unknown}; choose from dense, bm25, hybrid", file=sys.stderr)
         return 2
     if not args.data.is_file():
-        print(f"no data file at {args.data}; pass --data PATH", file=sys.stderr)
+        print(
+            f"no data file at {args.data}: download it from {LOCOMO_SOURCE} to "
+            f"{DEFAULT_DATA}, or pass --data PATH",
+            file=sys.stderr,
+        )
         return 2
     report = run(args)
     _print_report(report, args.k)
