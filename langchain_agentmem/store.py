@@ -51,6 +51,7 @@ from agentmem.long_term.store import MemoryStore
 from agentmem.service import MemoryService
 from agentmem.sparse import Bm25Encoder
 from agentmem.types import utcnow
+from langchain_agentmem._store_checks import check_op
 from langchain_agentmem._store_codec import (
     REGISTRY_SCOPE,
     expired,
@@ -155,6 +156,7 @@ class AgentMemoryStore(BaseStore):
         results: list[Result] = []
         for op in ops:
             validate_op_namespace(op)
+            check_op(op)  # before _put: registering a root writes, and labels are hashed
             if isinstance(op, GetOp):
                 results.append(self._get(op))
             elif isinstance(op, PutOp):

@@ -77,11 +77,6 @@ def home(tmp_path: Path) -> Iterator[Home]:
 
 
 @pytest.mark.integration
-@pytest.mark.xfail(
-    strict=True,
-    raises=(UnicodeEncodeError, RecursionError, TypeError, ValueError),
-    reason="AgentMemoryStore.batch does not call _store_checks.check_op(op) yet (store.py)",
-)
 @pytest.mark.parametrize(
     ("namespace", "key", "value"),
     [
