@@ -41,11 +41,13 @@ def demo_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from agentmem.manager import MemoryManager
 
     user = common.check_user(args)
-    needed = minimum_budget()
-    if args.max_tokens < needed:
+    # Below 1 needs no tokenizer to refuse; otherwise count what the prompt needs at least.
+    needed = minimum_budget() if args.max_tokens >= 1 else None
+    if needed is None or args.max_tokens < needed:
+        alone = f" alone take {needed} tokens" if needed is not None else " need some room"
         msg = (
             f"--max-tokens {args.max_tokens} is too small: the demo's system prompt and "
-            f"question alone take {needed} tokens; pass --max-tokens 600 (the default) or more"
+            f"question{alone}; pass --max-tokens 600 (the default) or more"
         )
         raise ConfigurationError(msg)
     config = common.resolve_config(args)

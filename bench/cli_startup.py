@@ -1,0 +1,248 @@
+"""How fast the ``agentmem`` command answers: ``--help``, ``stats`` and every user mistake.
+
+Usage:
+    .venv/bin/python bench/cli_startup.py [--runs 10] [--sizes 100,10000]
+        [--out bench/results/cli_startup.json]
+
+Each command runs ``--runs`` times (after one warm-up run) as a fresh process, the way a
+user runs it, hyperfine-style: wall time from spawn to exit, reported as median / min / max
+and as the ratio of its median to the median of ``python -c pass`` measured in the same run
+(the interpreter's own start). Peak RSS comes from ``wait4`` (this process stays small, so
+a child's figure is its own). Two reference rows show what the lazy path avoids:
+``python -c "import torch"`` and ``import sentence_transformers``.
+
+The homes are written first through the public API (``LongTermMemory.store_records``) with a
+deterministic 384-dimension stand-in embedder, so building them loads no model; ``stats`` on
+them reads the real Qdrant Edge store. The mistakes are the CLI error table of the tests
+(missing file, directory, non-UTF-8, malformed line, wrong format for ``import``,
+``demo --max-tokens 0``, unknown user): each must exit 1, and its time is the time to the
+error. No timed assertion: this prints numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import math
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))  # run as a script: make `bench` importable
+
+from bench._common import environment, log, parse_sizes, print_table, write_json  # noqa: E402
+
+__all__ = ["main", "run_command"]
+
+DEFAULT_OUT = ROOT / "bench" / "results" / "cli_startup.json"
+USERS = 10
+
+
+class StandInEmbedder:
+    """384-d unit vectors from sha256 of the text: deterministic, no model (builds homes)."""
+
+    model_name = "bench-stand-in"
+    dimension = 384
+
+    def _vector(self, text: str) -> list[float]:
+        seed = hashlib.sha256(text.encode("utf-8")).digest()
+        raw = [((seed[i % 32] ^ (i * 37)) % 251) / 125.0 - 1.0 for i in range(self.dimension)]
+        norm = math.sqrt(sum(x * x for x in raw)) or 1.0
+        return [x / norm for x in raw]
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        return [self._vector(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._vector(text)
+
+    async def aembed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        return self.embed_documents(texts)
+
+    async def aembed_query(self, text: str) -> list[float]:
+        return self.embed_query(text)
+
+
+def build_home(home: Path, memories: int) -> None:
+    """``memories`` memories of ``alice`` plus 100 of each of the other users."""
+    from agentmem.long_term import LongTermMemory
+
+    embedder = StandInEmbedder()
+    for u in range(USERS):
+        user = "alice" if u == 0 else f"user{u:02d}"
+        count = memories if u == 0 else 100
+        memory = LongTermMemory.open(user_id=user, home=home, embedder=embedder)
+        try:
+            for start in range(0, count, 1000):
+                records = [
+                    memory.new_record(
+                        f"{user} memory {i}: prefers tabs, visited city {i % 97}",
+                        "semantic" if i % 3 else "episodic",
+                        subtype="preference" if i % 2 else "fact",
+                    )
+                    for i in range(start, min(count, start + 1000))
+                ]
+                memory.store_records(records)
+        finally:
+            memory.close()
+
+
+def _agentmem() -> list[str]:
+    script = Path(sys.executable).with_name("agentmem")
+    if script.exists():
+        return [str(script)]
+    found = shutil.which("agentmem")
+    return [found] if found else [sys.executable, "-m", "agentmem.cli"]
+
+
+def run_command(argv: Sequence[str], *, cwd: Path, env: dict[str, str]) -> tuple[float, int, float]:
+    """One run: (wall seconds, exit status, peak RSS in MiB)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        list(argv), cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    _, status, usage = os.wait4(proc.pid, 0)
+    elapsed = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return elapsed, proc.returncode, usage.ru_maxrss / 1024
+
+
+def _measure(
+    name: str, argv: Sequence[str], *, runs: int, cwd: Path, env: dict[str, str], expect: int
+) -> dict[str, Any]:
+    log(f"{name} ...")
+    run_command(argv, cwd=cwd, env=env)  # warm-up (file cache)
+    times, rss, codes = [], [], set()
+    for _ in range(runs):
+        elapsed, code, peak = run_command(argv, cwd=cwd, env=env)
+        times.append(elapsed * 1000)
+        rss.append(peak)
+        codes.add(code)
+    if codes != {expect}:
+        msg = f"{name}: exit status {sorted(codes)}, expected {expect}"
+        raise SystemExit(msg)
+    return {
+        "command": name,
+        "runs": runs,
+        "median_ms": statistics.median(times),
+        "min_ms": min(times),
+        "max_ms": max(times),
+        "peak_rss_mib": statistics.median(rss),
+        "exit": expect,
+    }
+
+
+def _inputs(work: Path) -> dict[str, Path]:
+    chat = '{"role": "user", "content": "I indent with tabs"}\n'
+    files = {
+        "directory": work / "a-directory",
+        "latin1": work / "latin1.jsonl",
+        "malformed": work / "malformed.jsonl",
+        "chat": work / "chat.jsonl",
+    }
+    files["directory"].mkdir()
+    files["latin1"].write_bytes(chat.encode() + b'{"role": "user", "content": "caf\xe9"}\n')
+    files["malformed"].write_text(chat * 2 + '{"role": "user", "content": \n', encoding="utf-8")
+    files["chat"].write_text(chat, encoding="utf-8")
+    return files
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Build the homes, time every command; returns the JSON report."""
+    py, cli = sys.executable, _agentmem()
+    work = Path(tempfile.mkdtemp(prefix="agentmem-cli-bench-"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENTMEM_"))}
+    homes = {}
+    for size in args.sizes:
+        homes[size] = work / f"home-{size}"
+        log(f"building a home with {size:,} memories of alice (+{USERS - 1} users x 100) ...")
+        # In a child process: this one stays small, so its children's peak RSS is their own
+        # (a forked child starts with its parent's resident pages).
+        code = (
+            f"import sys; sys.path.insert(0, {str(ROOT)!r}); from pathlib import Path; "
+            "from bench.cli_startup import build_home; "
+            f"build_home(Path({str(homes[size])!r}), {size})"
+        )
+        subprocess.run([py, "-c", code], env=env, check=True)
+    files = _inputs(work)
+    small = homes[min(args.sizes)]
+    fresh = ["--home", str(work / "fresh-home")]
+    plan: list[tuple[str, list[str], int]] = [
+        ("python -c pass (baseline)", [py, "-c", "pass"], 0),
+        ("python -c 'import agentmem'", [py, "-c", "import agentmem"], 0),
+        ("agentmem --help", [*cli, "--help"], 0),
+    ]
+    for size, home in homes.items():
+        name = f"agentmem stats --user alice ({size:,} memories)"
+        plan.append((name, [*cli, "--home", str(home), "stats", "--user", "alice"], 0))
+    mistakes: list[tuple[str, list[str]]] = [
+        ("missing file (ingest)", ["ingest", str(work / "missing.jsonl"), "--user", "bob"]),
+        ("directory (ingest)", ["ingest", str(files["directory"]), "--user", "bob"]),
+        ("non-UTF-8 (ingest)", ["ingest", str(files["latin1"]), "--user", "bob"]),
+        ("malformed line (ingest)", ["ingest", str(files["malformed"]), "--user", "bob"]),
+        ("wrong format (import)", ["import", str(files["chat"]), "--user", "bob"]),
+        ("demo --max-tokens 0", ["demo", "--max-tokens", "0"]),
+    ]
+    for name, argv in mistakes:
+        plan.append((f"error: {name}", [*cli, *fresh, *argv], 1))
+    unknown = [*cli, "--home", str(small), "stats", "--user", "nobody"]
+    plan.append(("error: unknown user (stats)", unknown, 1))
+    if not args.no_reference:
+        plan.append(("reference: python -c 'import torch'", [py, "-c", "import torch"], 0))
+        plan.append(
+            (
+                "reference: python -c 'import sentence_transformers'",
+                [py, "-c", "import sentence_transformers"],
+                0,
+            )
+        )
+    rows = [
+        _measure(name, argv, runs=args.runs, cwd=work, env=env, expect=expect)
+        for name, argv, expect in plan
+    ]
+    base = rows[0]["median_ms"]
+    for row in rows:
+        row["x_python"] = row["median_ms"] / base
+    shutil.rmtree(work, ignore_errors=True)
+    return {"config": {"runs": args.runs, "sizes": args.sizes}, "env": environment(), "rows": rows}
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=10, help="timed runs per command")
+    parser.add_argument(
+        "--sizes", type=parse_sizes, default=[100, 10_000], help="memories of alice per home"
+    )
+    parser.add_argument("--no-reference", action="store_true", help="skip the torch rows")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command-line entry point; returns the exit status."""
+    args = _parser().parse_args(argv)
+    if args.runs < 1:
+        print("--runs must be at least 1", file=sys.stderr)
+        return 2
+    report = run(args)
+    print()
+    print_table(
+        report["rows"],
+        ["command", "runs", "median_ms", "min_ms", "max_ms", "x_python", "peak_rss_mib", "exit"],
+    )
+    write_json(args.out, report)
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
