@@ -24,7 +24,7 @@ from agentmem._cli_input import (
     vectors_by_content,
 )
 from agentmem._cli_progress import ProgressBar
-from agentmem.errors import ConfigurationError
+from agentmem.errors import AgentMemError, ConfigurationError, InvalidValueError
 
 if TYPE_CHECKING:
     from agentmem.long_term import LongTermMemory
@@ -211,9 +211,12 @@ def import_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     user = common.check_user(args)
     path = Path(args.file)
     text = read_text(path, "export file")
-    embedder = common.deferred_embedder()
     items = parse_memory_jsonl(
-        path, text, user_id=user, model_name=embedder.model_name, dimension=DEFAULT_DIMENSION
+        path,
+        text,
+        user_id=user,
+        model_name=DeferredEmbedder.model_name,
+        dimension=DEFAULT_DIMENSION,
     )
     config = common.resolve_config(args)
     common.check_home(config)
@@ -259,11 +262,13 @@ def ingest_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     try:
         if locomo is not None:
             # Every record is built (and checked) before the first one is written.
-            records = [
-                record
-                for sample in locomo
-                for record in locomo_records(manager.long_term, sample.turns)
-            ]
+            records = []
+            for index, sample in enumerate(locomo):
+                try:
+                    records += locomo_records(manager.long_term, sample.turns)
+                except AgentMemError as exc:
+                    msg = f"{path}: sample {index} ({sample.sample_id}): {exc}"
+                    raise InvalidValueError(msg) from None
             embedder.load()
             with ProgressBar(len(records), label="ingest", unit="turns", stream=err) as bar:
                 for start in range(0, len(records), BATCH):

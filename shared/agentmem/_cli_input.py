@@ -240,6 +240,21 @@ def _check_turn(turn: object, where: str) -> None:
     if caption is not None and not isinstance(caption, str):
         msg = f"{where} has a non-string 'blip_caption'; give a string or leave it out"
         raise InvalidValueError(msg)
+    from agentmem._storable import check_storable_text
+    from agentmem.ingest import Turn, turn_text
+    from agentmem.long_term.memory import MAX_CONTENT_CHARS
+
+    text = turn_text(Turn(turn["dia_id"], turn["speaker"], turn["text"], 0, None, caption))
+    try:
+        check_storable_text(text, what="the turn's text")
+    except AgentMemError as exc:
+        raise InvalidValueError(f"{where}: {_one_line(str(exc))}") from None
+    if len(text) > MAX_CONTENT_CHARS:
+        msg = (
+            f"{where} makes a memory of {len(text):,} characters, over the "
+            f"{MAX_CONTENT_CHARS:,} one holds; split the turn into several"
+        )
+        raise InvalidValueError(msg)
 
 
 @dataclass(frozen=True)
@@ -328,11 +343,11 @@ def _for_user(record: MemoryRecord, user_id: str) -> MemoryRecord:
 
 def _field_error(exc: Any) -> str:
     first = exc.errors()[0]
-    field = ".".join(str(p) for p in first["loc"]) or "the record"
+    field = ".".join(str(p) for p in first["loc"])
     if first["type"] == "missing":
         return f"field {field!r} is missing; import reads the lines `agentmem export` writes"
-    problem = str(first["msg"]).removeprefix("Value error, ")
-    return f"field {field!r}: {_one_line(problem)}"
+    problem = _one_line(str(first["msg"]).removeprefix("Value error, "))
+    return f"field {field!r}: {problem}" if field else problem
 
 
 def _vector(

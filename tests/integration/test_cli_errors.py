@@ -184,6 +184,42 @@ CASES = [
         ("locomo.json: sample 0 (0): conversation.session_1[0] has no 'dia_id'",),
     ),
     Case(
+        "ingest: LoCoMo turn too long for one memory",
+        lambda d: [
+            "ingest",
+            str(
+                _write(
+                    d / "locomo.json",
+                    json.dumps(
+                        [
+                            {
+                                "sample_id": "conv-9",
+                                "conversation": {
+                                    "session_1": [
+                                        {"speaker": "Ann", "dia_id": "D1:1", "text": "x" * 40_000}
+                                    ]
+                                },
+                            }
+                        ]
+                    ),
+                )
+            ),
+            "--user",
+            "bob",
+        ],
+        ("sample 0 (conv-9): conversation.session_1[0] makes a memory of 40,012 characters",),
+    ),
+    Case(
+        "ingest: a lone surrogate in a message",
+        lambda d: [
+            "ingest",
+            str(_write(d / "chats.jsonl", '{"role": "user", "content": "hi \\ud800"}\n')),
+            "--user",
+            "bob",
+        ],
+        ("chats.jsonl:1: not a chat message", "lone surrogate"),
+    ),
+    Case(
         "import: missing file",
         lambda d: ["import", "alice.jsonl", "--user", "bob"],
         ("alice.jsonl: no such file",),
