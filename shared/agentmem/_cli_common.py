@@ -12,7 +12,6 @@ import argparse
 import math
 import os
 import stat
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -32,6 +31,8 @@ __all__ = [
     "atomic_writer",
     "check_home",
     "check_positive",
+    "check_query",
+    "check_session",
     "check_user",
     "deferred_embedder",
     "disk_usage",
@@ -40,6 +41,7 @@ __all__ = [
     "open_long_term",
     "require_memories_home",
     "require_user_memories",
+    "resolve_config",
 ]
 
 NO_LLM_STATUS = (
@@ -221,8 +223,3 @@ def atomic_writer(path: Path) -> Iterator[IO[str]]:
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
-
-
-def stderr() -> TextIO:
-    """The process's stderr (looked up at call time, so tests can redirect it)."""
-    return sys.stderr

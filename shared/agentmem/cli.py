@@ -103,14 +103,16 @@ def _parser() -> argparse.ArgumentParser:
     forget.add_argument("--max-memories", type=int, default=None)
     command("stats", cmds, "stats_command", "memories by type and disk use")
     export = command("export", cmds, "export_command", "export memories as JSONL")
-    export.add_argument("file")
+    export.add_argument("file", help="the JSONL file to write (replaced only when complete)")
     export.add_argument(
         "--vectors",
         action="store_true",
         help="add each memory's vector (loads the model) so importing needs no model",
     )
     imp = command("import", cmds, "import_command", "import memories from an export file")
-    imp.add_argument("file")
+    imp.add_argument(
+        "file", help="a file written by `agentmem export` (with --vectors: no model needed)"
+    )
     return parser
 
 
