@@ -20,7 +20,8 @@ Output: results go to stdout. stderr carries only
   ``AGENTMEM_MODEL``, default ``gpt-4o-mini``);
 * on a terminal only: a progress bar with rate and ETA for long work (``ingest``, ``import``,
   ``export --vectors``) and a transient line while the embedding model loads;
-* errors: one line, ``agentmem: <what is wrong and how to fix it>``.
+* errors: one line, ``agentmem: <what is wrong and how to fix it>``; warnings the library
+  logs (under the ``agentmem`` logger) likewise, as ``agentmem: warning: ...``.
 
 Exit status: 0 on success; 1 for a mistake in a file, a value or the data (a missing or
 unreadable file, a malformed line, an unknown user, ``--max-tokens 0``, a locked store...),
@@ -34,6 +35,7 @@ records without vectors load the embedding model (torch); the others never impor
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from collections.abc import Callable, Sequence
 from typing import TextIO
@@ -120,6 +122,25 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+class _WarningLines(logging.Handler):
+    """The library's warnings as ``agentmem: warning: ...`` lines on stderr (no traceback).
+
+    The library only logs (under ``agentmem``) and configures nothing; without a handler
+    Python would print its warnings raw, tracebacks included. The command line is the
+    application, so it decides: one line each, like its errors.
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        super().__init__(level=logging.WARNING)
+        self.stream = stream
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.stream.write(f"agentmem: warning: {_one_line(record.getMessage())}\n")
+        except Exception:  # a logging handler must never raise
+            self.handleError(record)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``agentmem`` command; returns the exit status.
 
@@ -130,6 +151,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     args = _parser().parse_args(argv)
     out, err = sys.stdout, sys.stderr
+    library = logging.getLogger("agentmem")
+    handler = _WarningLines(err)
+    library.addHandler(handler)
     try:
         return int(args.func(args, out, err))
     except AgentMemError as exc:
@@ -140,6 +164,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         err.write("\nagentmem: interrupted\n")
         return 130
+    finally:
+        library.removeHandler(handler)
     return 1
 
 

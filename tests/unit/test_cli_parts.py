@@ -164,3 +164,27 @@ def test_disk_usage_counts_allocated_blocks_and_hard_links_once(tmp_path: Path) 
     assert apparent > 100_100_000
     assert 100_000 <= allocated < 1_000_000
     assert format_bytes(allocated).endswith("KB")
+
+
+def test_library_warnings_become_one_line_on_stderr_during_a_command(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import logging
+
+    from agentmem import _cli_commands
+    from agentmem.cli import main
+
+    def stats(args: object, out: io.StringIO, err: io.StringIO) -> int:
+        try:
+            raise ValueError("boom")
+        except ValueError:
+            logging.getLogger("agentmem.long_term").exception("index build failed;\nretrying")
+        out.write("ok\n")
+        return 0
+
+    monkeypatch.setattr(_cli_commands, "stats_command", stats)
+    assert main(["stats", "--user", "alice"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == "ok\n"
+    assert captured.err == "agentmem: warning: index build failed; retrying\n"
+    assert logging.getLogger("agentmem").handlers == []  # removed after the command
