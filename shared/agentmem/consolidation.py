@@ -8,7 +8,8 @@ nothing is written, and the watermark does not move.
 
 Without an LLM, each conversation round (a user message and the replies up to the next
 user message) is stored as one episodic memory with a heuristic importance
-(:func:`heuristic_importance`).
+(:func:`heuristic_importance`), carrying the ids of that round's messages as
+``source_message_ids``. With an LLM, each memory carries the ids of its whole batch.
 
 Exactly once, crash-safe: per session, a *watermark* (id of the last consolidated message)
 is persisted in the session store. A batch is processed as
@@ -204,15 +205,8 @@ class MemoryConsolidator:
         ]
 
     def _rounds(self, batch: Sequence[Message]) -> Extraction:
-        rounds: list[list[Message]] = []
-        for message in batch:
-            if message.role not in ("user", "assistant") or not message.content.strip():
-                continue
-            if message.role == "user" or not rounds:
-                rounds.append([])
-            rounds[-1].append(message)
         items = []
-        for round_ in rounds:
+        for round_ in _round_groups(batch):
             text = "\n".join(f"{m.role}: {m.content}" for m in round_)[:2000]
             items.append(
                 ExtractedMemory(
@@ -225,9 +219,16 @@ class MemoryConsolidator:
         return Extraction(memories=items)
 
     def _records(
-        self, session_id: str, batch: Sequence[Message], extraction: Extraction
+        self,
+        session_id: str,
+        batch: Sequence[Message],
+        extraction: Extraction,
+        sources: Sequence[tuple[str, ...]] | None = None,
     ) -> list[MemoryRecord]:
+        """The records of an extraction; ``sources[i]`` are the ids of the messages item
+        ``i`` was drawn from (default: the whole batch, as an LLM reads all of it)."""
         first, last = batch[0].id, batch[-1].id
+        everything = tuple(m.id for m in batch)
         owner = self._owner()
         records = []
         for index, item in enumerate(extraction.memories):
@@ -242,7 +243,7 @@ class MemoryConsolidator:
                     concept=item.concept,
                     created_at=batch[-1].timestamp,
                     source_session_id=session_id,
-                    source_message_ids=tuple(m.id for m in batch),
+                    source_message_ids=sources[index] if sources is not None else everything,
                 )
             )
         return records
@@ -372,11 +373,29 @@ class MemoryConsolidator:
     def _pending(
         self, session_id: str, batch: Sequence[Message], extraction: Extraction
     ) -> dict[str, Any]:
-        records = self._records(session_id, batch, extraction)
+        # Without an LLM each item is one round: it carries the ids of that round only, so
+        # build_context can tell when its messages are already in the recent window.
+        sources = (
+            [tuple(m.id for m in r) for r in _round_groups(batch)] if self.llm is None else None
+        )
+        records = self._records(session_id, batch, extraction, sources)
         return {
             "through": batch[-1].id,
             "records": [r.model_dump(mode="json") for r in records],
         }
+
+
+def _round_groups(batch: Sequence[Message]) -> list[list[Message]]:
+    """Conversation rounds: a user message and the replies up to the next user message
+    (other roles and empty messages skipped)."""
+    rounds: list[list[Message]] = []
+    for message in batch:
+        if message.role not in ("user", "assistant") or not message.content.strip():
+            continue
+        if message.role == "user" or not rounds:
+            rounds.append([])
+        rounds[-1].append(message)
+    return rounds
 
 
 def _records_from(pending: dict[str, Any]) -> list[MemoryRecord]:

@@ -11,6 +11,10 @@ Priorities when the budget is tight: system prompt and query always (else an err
 working memory (up to ``working_share`` of the budget), recalled memories (up to
 ``memory_share``, best first, whole lines only), then as many recent turns as fit.
 
+No fact twice: a recalled memory whose source messages (``source_message_ids``) are all in
+the recent turns that made it into the prompt is left out (counted in
+``omitted["long_term_in_recent"]``); the room it took goes to the recent turns.
+
 Exactness: ``token_count`` is :meth:`TokenCounter.count_messages` of ``messages`` (OpenAI's
 chat format, reply priming included), and the ledger's values sum to it exactly: text shared
 by one message is attributed by counting its growing prefix, so BPE merges across section
@@ -53,7 +57,8 @@ class BuiltContext:
         token_count: Exact chat-format tokens of ``messages``.
         max_tokens: The budget it was packed into.
         recalled: Long-term memories included, best first.
-        omitted: Section -> items left out for lack of room.
+        omitted: Section -> items left out for lack of room; ``long_term_in_recent``
+            counts recalled memories left out because the recent turns show them.
     """
 
     messages: list[dict[str, Any]]
@@ -133,29 +138,41 @@ def pack_context(
                 break
             room -= over
 
-    recalled: list[ScoredRecord] = []
-    if hits:
-        limit = cost(sections) + int(max_tokens * memory_share)
-        lines: list[str] = []
-        for hit in hits:
-            trial = [*lines, render_memory_line(hit)]
-            block = "\n".join([MEMORY_BLOCK_OPEN, *trial, MEMORY_BLOCK_CLOSE])
-            if cost([*sections, ("long_term", block)]) > min(limit, max_tokens):
-                break
-            lines, recalled = trial, [*recalled, hit]
-        if lines:
-            sections.append(
-                ("long_term", "\n".join([MEMORY_BLOCK_OPEN, *lines, MEMORY_BLOCK_CLOSE]))
-            )
-        if len(recalled) < len(hits):
-            omitted["long_term"] = len(hits) - len(recalled)
-
-    content = SEPARATOR.join(text for _, text in sections)
-    head = [Message(role="system", content=content)] if content else []
-    used = counter.count_messages([*head, *([query_msg] if query_msg else [])])
+    # Pack the recalled memories, then the recent turns into what is left. A memory whose
+    # source messages all made it into the recent turns would show the same thing twice:
+    # drop it and pack again, never letting the memories grow past their previous size, so
+    # the recent window can only widen and every dropped memory stays visible there.
+    candidates = list(hits)
+    memory_cap = max_tokens
+    duplicates = 0
     view: ShortTermView | None = None
-    if view_for is not None and max_tokens - used > 0:
-        view = view_for(max_tokens - used + REPLY_PRIMING_TOKENS)
+    packed = sections
+    for _ in range(len(hits) + 1):
+        memory_section, recalled = _pack_memories(
+            candidates,
+            sections,
+            cost,
+            min(memory_cap, cost(sections) + int(max_tokens * memory_share)),
+        )
+        packed = [*sections, *memory_section]
+        content = SEPARATOR.join(text for _, text in packed)
+        head = [Message(role="system", content=content)] if content else []
+        used = counter.count_messages([*head, *([query_msg] if query_msg else [])])
+        view = None
+        if view_for is not None and max_tokens - used > 0:
+            view = view_for(max_tokens - used + REPLY_PRIMING_TOKENS)
+        shown = {m.id for m in view.messages} if view is not None else set()
+        covered = {id(h) for h in recalled if _shown_in(h, shown)}
+        if not covered:
+            break
+        duplicates += len(covered)
+        candidates = [h for h in candidates if id(h) not in covered]
+        memory_cap = cost(packed)
+    sections = packed
+    if len(recalled) + duplicates < len(hits):
+        omitted["long_term"] = len(hits) - len(recalled) - duplicates
+    if duplicates:
+        omitted["long_term_in_recent"] = duplicates
     view_messages = list(view.messages) if view is not None else []
     if view is not None and view.omitted:
         omitted["recent"] = view.omitted
@@ -172,6 +189,33 @@ def pack_context(
         recalled=recalled,
         omitted=omitted,
     )
+
+
+def _pack_memories(
+    hits: Sequence[ScoredRecord],
+    sections: list[tuple[str, str]],
+    cost: Callable[[list[tuple[str, str]]], int],
+    limit: int,
+) -> tuple[list[tuple[str, str]], list[ScoredRecord]]:
+    """The long-term section (empty or one) holding the best hits that fit in ``limit``
+    (whole lines only), and those hits."""
+    lines: list[str] = []
+    recalled: list[ScoredRecord] = []
+    for hit in hits:
+        trial = [*lines, render_memory_line(hit)]
+        block = "\n".join([MEMORY_BLOCK_OPEN, *trial, MEMORY_BLOCK_CLOSE])
+        if cost([*sections, ("long_term", block)]) > limit:
+            break
+        lines, recalled = trial, [*recalled, hit]
+    if not lines:
+        return [], []
+    return [("long_term", "\n".join([MEMORY_BLOCK_OPEN, *lines, MEMORY_BLOCK_CLOSE]))], recalled
+
+
+def _shown_in(hit: ScoredRecord, message_ids: set[str]) -> bool:
+    """Whether every message ``hit`` was drawn from is among ``message_ids``."""
+    sources = hit.record.source_message_ids
+    return bool(sources) and all(s in message_ids for s in sources)
 
 
 def _ledger(

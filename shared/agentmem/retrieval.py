@@ -5,8 +5,10 @@ Strategies of :meth:`MemoryRetriever.retrieve_relevant_context`:
 * ``recent``: the newest turns of the conversation (short-term view);
 * ``working``: the working memory (variables, tasks, hypotheses, reasoning steps);
 * ``semantic``: long-term memories by dense similarity;
-* ``hybrid``: long-term memories by dense + BM25 (RRF) with importance and recency
-  boosts, plus working memory and the recent turns.
+* ``hybrid``: long-term memories by dense + BM25 (score fusion, temporal, importance and
+  recency boosts, relevance floor: see :mod:`agentmem.long_term.ranking`), plus working
+  memory and the recent turns. A memory drawn only from messages among those recent
+  turns is left out: it would show the same thing twice.
 
 Recalled memories are data, not instructions: :func:`render_memories` wraps them in a
 labelled block and neutralizes markup inside them, so a stored "ignore previous
@@ -25,6 +27,7 @@ from agentmem.long_term.memory import LongTermMemory
 from agentmem.long_term.ranking import SearchMode
 from agentmem.long_term.store import ScoredRecord
 from agentmem.short_term.base import ShortTermMemory
+from agentmem.types import Message
 from agentmem.working import WorkingMemory
 
 __all__ = [
@@ -136,16 +139,16 @@ class MemoryRetriever:
         """Context for ``query`` by ``strategy`` (see the module docstring)."""
         strategy = self._check(strategy)
         out = RetrievedContext(strategy)
+        recent: list[Message] = []
+        if strategy in ("recent", "hybrid") and self.short_term is not None:
+            recent = self.short_term.get_log()[-self.recent_turns :]
         if strategy in ("semantic", "hybrid"):
             mode: SearchMode = "dense" if strategy == "semantic" else "hybrid"
             hits = self.long_term.retrieve_memories(query, top_k, mode=mode, explain=True)
-            out.items += _memory_items(hits)
+            out.items += _memory_items(_not_in(hits, recent))
         if strategy in ("working", "hybrid") and self.working is not None:
             out.items += _working_items(self.working.get_context_for_llm())
-        if strategy in ("recent", "hybrid") and self.short_term is not None:
-            out.items += self._recent_items(
-                self.short_term.get_all_messages()[-self.recent_turns :]
-            )
+        out.items += self._recent_items(recent)
         return out
 
     async def aretrieve_relevant_context(
@@ -154,20 +157,32 @@ class MemoryRetriever:
         """Async twin of :meth:`retrieve_relevant_context`."""
         strategy = self._check(strategy)
         out = RetrievedContext(strategy)
+        recent: list[Message] = []
+        if strategy in ("recent", "hybrid") and self.short_term is not None:
+            recent = (await self.short_term.aget_log())[-self.recent_turns :]
         if strategy in ("semantic", "hybrid"):
             mode: SearchMode = "dense" if strategy == "semantic" else "hybrid"
             hits = await self.long_term.aretrieve_memories(query, top_k, mode=mode, explain=True)
-            out.items += _memory_items(hits)
+            out.items += _memory_items(_not_in(hits, recent))
         if strategy in ("working", "hybrid") and self.working is not None:
             out.items += _working_items(await self.working.aget_context_for_llm())
-        if strategy in ("recent", "hybrid") and self.short_term is not None:
-            log = await self.short_term.aget_all_messages()
-            out.items += self._recent_items(log[-self.recent_turns :])
+        out.items += self._recent_items(recent)
         return out
 
     @staticmethod
-    def _recent_items(messages: Sequence[dict[str, object]]) -> list[ContextItem]:
-        return [ContextItem("recent", f"{m['role']}: {m['content']}") for m in messages]
+    def _recent_items(messages: Sequence[Message]) -> list[ContextItem]:
+        return [ContextItem("recent", f"{m.role}: {m.content}") for m in messages]
+
+
+def _not_in(hits: Sequence[ScoredRecord], recent: Sequence[Message]) -> list[ScoredRecord]:
+    """The hits not drawn entirely from ``recent`` messages (those are shown already)."""
+    shown = {m.id for m in recent}
+    return [
+        h
+        for h in hits
+        if not h.record.source_message_ids
+        or not all(i in shown for i in h.record.source_message_ids)
+    ]
 
 
 def _memory_items(hits: Sequence[ScoredRecord]) -> list[ContextItem]:
