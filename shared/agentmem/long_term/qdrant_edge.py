@@ -343,6 +343,9 @@ class QdrantEdgeStore(QdrantStoreBase):
         except StoreClosedError:
             pass  # closed meanwhile: the live shard is complete without this rebuild
         except Exception:
+            if self._closed:  # the close killed the builder: nothing to report
+                logger.debug("background index rebuild of %s stopped by close()", self._path)
+                return
             logger.exception(
                 "background index rebuild of %s failed; the live shard is unchanged and "
                 "complete, and the rebuild is retried after more writes",
