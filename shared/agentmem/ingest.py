@@ -6,7 +6,9 @@
 * **LoCoMo** (a JSON list of samples with ``conversation.session_<n>`` turn lists and
   ``session_<n>_date_time`` dates): every turn becomes one episodic memory with the text
   ``'{speaker} said, "{text}"'`` (plus ``' and shared {blip_caption}'``), the session date as
-  ``created_at`` and the turn's ``dia_id`` as provenance (``source_message_ids``).
+  ``created_at`` and the turn's ``dia_id`` as provenance (``source_message_ids``). The two
+  previous turns of the session are indexed with it as context (BM25 only; the content
+  stays the turn itself).
 
 Example:
     >>> parse_session_date("1:56 pm on 8 May, 2023").isoformat()
@@ -38,6 +40,7 @@ __all__ = [
     "locomo_turns",
     "parse_session_date",
     "read_jsonl_messages",
+    "turn_context",
     "turn_text",
 ]
 
@@ -162,10 +165,36 @@ def locomo_turns(conversation: Mapping[str, Any]) -> tuple[list[Turn], int]:
     return turns, bad_dates
 
 
-def locomo_records(memory: LongTermMemory, turns: list[Turn]) -> list[MemoryRecord]:
-    """One episodic memory per turn (see the module docstring), in ``memory``'s scope."""
+#: Previous turns of the same session indexed with a turn (contextual indexing).
+CONTEXT_TURNS = 2
+
+
+def turn_context(turns: list[Turn], index: int, size: int = CONTEXT_TURNS) -> str:
+    """The ``size`` turns before ``turns[index]`` in its session, as memory texts.
+
+    A reply ("Yes, twice!") is found by the question it answers: the context is indexed
+    lexically with the turn (``metadata[CONTEXT_KEY]``) but never shown as its content.
+
+    Example:
+        >>> t = [Turn("D1:1", "Ann", "Been to Paris?", 1, None),
+        ...      Turn("D1:2", "Bo", "Yes, twice!", 1, None)]
+        >>> turn_context(t, 1)
+        'Ann said, "Been to Paris?"'
+    """
+    session = turns[index].session
+    start = max(0, index - size)
+    return "\n".join(turn_text(t) for t in turns[start:index] if t.session == session)
+
+
+def locomo_records(
+    memory: LongTermMemory, turns: list[Turn], *, context_turns: int = CONTEXT_TURNS
+) -> list[MemoryRecord]:
+    """One episodic memory per turn (see the module docstring), in ``memory``'s scope,
+    indexed with the previous ``context_turns`` turns of its session as context."""
+    from agentmem.long_term.memory import CONTEXT_KEY
+
     records = []
-    for turn in turns:
+    for index, turn in enumerate(turns):
         fields: dict[str, Any] = {
             "subtype": "event",
             "source_message_ids": (turn.dia_id,),
@@ -173,7 +202,14 @@ def locomo_records(memory: LongTermMemory, turns: list[Turn]) -> list[MemoryReco
         }
         if turn.date is not None:
             fields["created_at"] = turn.date
-        metadata = {"dia_id": turn.dia_id, "session": turn.session, "speaker": turn.speaker}
+        metadata: dict[str, Any] = {
+            "dia_id": turn.dia_id,
+            "session": turn.session,
+            "speaker": turn.speaker,
+        }
+        context = turn_context(turns, index, context_turns)
+        if context:
+            metadata[CONTEXT_KEY] = context
         if turn.date is not None:
             metadata["session_date"] = turn.date.isoformat()
         records.append(

@@ -97,9 +97,9 @@ def test_bench_runs_on_a_tiny_file_and_finds_obvious_evidence(
     out = tmp_path / "locomo.json"
     _write_tiny_locomo(data)
 
-    status = main(
-        ["--data", str(data), "--out", str(out), "--modes", "bm25,hybrid", "--k", "1,3,5"]
-    )
+    cache = tmp_path / "embeddings"
+    argv = ["--data", str(data), "--out", str(out), "--modes", "bm25,hybrid", "--k", "1,3,5"]
+    status = main([*argv, "--embedding-cache", str(cache), "--loco"])
 
     assert status == 0
     report = json.loads(out.read_text(encoding="utf-8"))
@@ -119,8 +119,20 @@ def test_bench_runs_on_a_tiny_file_and_finds_obvious_evidence(
     assert hybrid["1"]["R_frac@5"] == 1.0  # both cleaned evidence ids within the top 5
     assert report["ingest"]["memories"] == 8
     assert report["ingest"]["memories_per_s"] > 0
-    assert set(report["latency"]) == {"bm25", "hybrid"}
+    assert set(report["latency"]) == {"bm25", "hybrid", "hybrid_no_floor", "legacy_rrf"}
     assert report["latency"]["hybrid"]["calls"] == 3
+    assert set(report["latency_ratio_vs_legacy_rrf"]) == {"p50_ratio", "p95_ratio"}
+    assert set(report["variants"]) >= {"hybrid_no_floor", "legacy_rrf"}
+    assert set(report["per_conversation"]) == {"conv-a", "conv b/2"}
+    assert report["per_conversation"]["conv-a"]["hybrid"]["1-5"]["n"] == 2
+    floor = report["floor"]["@5"]
+    assert floor["tokens_floor"] <= floor["tokens_no_floor"]
+    assert floor["items_floor"] <= floor["items_no_floor"] <= 5
+    loco = report["loco"]
+    assert set(loco["folds"]) == {"conv-a", "conv b/2"}
+    assert all(0.0 <= f["held_out"] <= 1.0 for f in loco["folds"].values())
+    assert loco["metric"] == "R_frac@5"
+    assert list(cache.glob("*.npz"))  # embeddings kept for the next run
     assert report["latency"]["hybrid"]["p95_ms"] >= report["latency"]["hybrid"]["p50_ms"]
     tokens = report["tokens"]["hybrid"]
     assert 0 < tokens["@1"] <= tokens["@3"] <= tokens["@5"]

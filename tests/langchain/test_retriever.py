@@ -56,7 +56,8 @@ class TestAgentMemoryRetrieverStandard(RetrieversIntegrationTests):
 
 
 def test_documents_carry_score_type_importance_and_timestamps(memory: LongTermMemory) -> None:
-    docs = AgentMemoryRetriever(memory=memory, k=2).invoke("Python with tabs")
+    # Two memories above the relevance floor: the tabs one, then another about Python.
+    docs = AgentMemoryRetriever(memory=memory, k=2).invoke("what does Alice do with Python, tabs?")
     assert docs[0].page_content == "Alice writes Python with tabs"
     meta = docs[0].metadata
     assert meta["memory_type"] == "semantic"

@@ -68,7 +68,8 @@ def test_retriever_returns_scored_nodes_with_memory_metadata(home: Path) -> None
         nodes = AgentMemoryRetriever(memory.manager, top_k=2).retrieve("what is the cat called?")
         assert nodes[0].node.get_content() == "Alice's cat is called Miso"
         assert nodes[0].score is not None
-        assert nodes[0].score >= (nodes[1].score or 0)
+        # The unrelated memory is below the relevance floor: not padded in.
+        assert [n.node.get_content() for n in nodes] == ["Alice's cat is called Miso"]
         meta = nodes[0].node.metadata
         assert (meta["memory_type"], meta["subtype"], meta["importance"]) == (
             "semantic",

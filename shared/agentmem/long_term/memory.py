@@ -30,6 +30,14 @@ from agentmem.errors import (
     MemoryNotFoundError,
 )
 from agentmem.forgetting import ForgettingPolicy
+from agentmem.long_term._fusion import (
+    Plan,
+    arun_on_store,
+    fusion_plan,
+    qdrant_steps,
+    run_on_store,
+)
+from agentmem.long_term._qdrant_base import QdrantStoreBase
 from agentmem.long_term._validate import (
     MAX_CONTENT_CHARS,
     build_record,
@@ -41,12 +49,41 @@ from agentmem.long_term._validate import (
 from agentmem.long_term.ranking import RankingConfig, SearchMode, order_hits
 from agentmem.long_term.records import MemoryRecord, RecordFilter, Scope
 from agentmem.long_term.store import MemoryStore, ScoredRecord, SparseVector
+from agentmem.long_term.temporal import date_terms, query_windows
 from agentmem.sparse import Bm25Encoder, SparseEncoder
 from agentmem.types import utcnow
 
-__all__ = ["MAX_CONTENT_CHARS", "LongTermMemory"]
+__all__ = ["CONTEXT_KEY", "MAX_CONTENT_CHARS", "LongTermMemory", "index_text"]
 
 logger = logging.getLogger(__name__)
+
+#: Metadata key of a memory's context: text indexed lexically with the memory (what it
+#: answers, e.g. the previous turns of a conversation) but never shown as its content.
+CONTEXT_KEY = "agentmem_context"
+
+
+def index_text(record: MemoryRecord) -> str:
+    """What the BM25 side indexes for ``record``: its context (``metadata[CONTEXT_KEY]``),
+    its content, and the month and year it was formed (:func:`date_terms`).
+
+    Example:
+        >>> from datetime import datetime, timezone
+        >>> from agentmem.long_term.records import MemoryRecord, Scope
+        >>> r = MemoryRecord.new("Yes, twice!", "episodic", scope=Scope(user_id="u"),
+        ...     created_at=datetime(2023, 5, 8, tzinfo=timezone.utc),
+        ...     metadata={CONTEXT_KEY: "Did you go to Paris?"})
+        >>> index_text(r).splitlines()
+        ['Did you go to Paris?', 'Yes, twice!', 'May 2023']
+    """
+    parts = [record.content, date_terms(record.created_at)]
+    context = record.metadata.get(CONTEXT_KEY)
+    if isinstance(context, str) and context.strip():
+        parts.insert(0, context)
+    return "\n".join(parts)
+
+
+def _index_texts(records: Sequence[MemoryRecord]) -> list[str]:
+    return [index_text(r) for r in records]
 
 
 class LongTermMemory:
@@ -211,7 +248,7 @@ class LongTermMemory:
             return
         texts = [r.content for r in records]
         dense = self.embedder.embed_documents(texts)
-        self.store.upsert(records, dense, self.sparse.encode_documents(texts))
+        self.store.upsert(records, dense, self.sparse.encode_documents(_index_texts(records)))
 
     async def astore_records(self, records: Sequence[MemoryRecord]) -> None:
         """Async twin of :meth:`store_records`."""
@@ -220,7 +257,9 @@ class LongTermMemory:
             return
         texts = [r.content for r in records]
         dense = await self.embedder.aembed_documents(texts)
-        await self.store.aupsert(records, dense, self.sparse.encode_documents(texts))
+        await self.store.aupsert(
+            records, dense, self.sparse.encode_documents(_index_texts(records))
+        )
 
     def _own(self, records: Sequence[MemoryRecord]) -> list[MemoryRecord]:
         """Check records written as given (imports, replays) exactly like new ones: scope,
@@ -298,17 +337,26 @@ class LongTermMemory:
             query, top_k, memory_type, min_importance, mode, filter, include_history
         )
         dense = self.embedder.embed_query(query) if mode in ("hybrid", "dense") else None
-        hits = self.store.search(
-            self.scope,
-            dense=dense,
-            sparse=sparse,
-            filter=flt,
-            limit=self.ranking.fetch_size(top_k),
-            candidates=max(self.ranking.candidates, self.ranking.fetch_size(top_k)),
-            boost=self.ranking.boost(self._clock()),
-            explain=explain,
-        )
-        hits = order_hits(hits)
+        if dense is not None and mode == "hybrid" and self.ranking.fuses_by_score:
+            plan = self._fusion(query, top_k, sparse, explain)
+            if isinstance(self.store, QdrantStoreBase):
+                steps = qdrant_steps(self.scope, flt, dense, sparse, self.store.dimension, plan)
+                hits = self.store._run(steps)
+            else:
+                hits = run_on_store(self.store, self.scope, flt, dense, sparse, plan)
+        else:
+            hits = order_hits(
+                self.store.search(
+                    self.scope,
+                    dense=dense,
+                    sparse=sparse,
+                    filter=flt,
+                    limit=self.ranking.fetch_size(top_k),
+                    candidates=self._candidates(top_k),
+                    boost=self.ranking.boost(self._clock()),
+                    explain=explain,
+                )
+            )
         vectors = self._vectors(hits)
         results = self.ranking.finish(hits, vectors, top_k, explain=explain)
         if touch and results:
@@ -333,23 +381,47 @@ class LongTermMemory:
             query, top_k, memory_type, min_importance, mode, filter, include_history
         )
         dense = await self.embedder.aembed_query(query) if mode in ("hybrid", "dense") else None
-        hits = await self.store.asearch(
-            self.scope,
-            dense=dense,
-            sparse=sparse,
-            filter=flt,
-            limit=self.ranking.fetch_size(top_k),
-            candidates=max(self.ranking.candidates, self.ranking.fetch_size(top_k)),
-            boost=self.ranking.boost(self._clock()),
-            explain=explain,
-        )
-        hits = order_hits(hits)
+        if dense is not None and mode == "hybrid" and self.ranking.fuses_by_score:
+            plan = self._fusion(query, top_k, sparse, explain)
+            if isinstance(self.store, QdrantStoreBase):
+                steps = qdrant_steps(self.scope, flt, dense, sparse, self.store.dimension, plan)
+                hits = await self.store._arun(steps)
+            else:
+                hits = await arun_on_store(self.store, self.scope, flt, dense, sparse, plan)
+        else:
+            hits = order_hits(
+                await self.store.asearch(
+                    self.scope,
+                    dense=dense,
+                    sparse=sparse,
+                    filter=flt,
+                    limit=self.ranking.fetch_size(top_k),
+                    candidates=self._candidates(top_k),
+                    boost=self.ranking.boost(self._clock()),
+                    explain=explain,
+                )
+            )
         vectors = await self._avectors(hits)
         results = self.ranking.finish(hits, vectors, top_k, explain=explain)
         if touch and results:
             for hit, fields in self._touches(results):
                 await self.store.aset_fields(self.scope, [hit.record.id], fields)
         return results
+
+    def _candidates(self, top_k: int) -> int:
+        return max(self.ranking.candidates, self.ranking.fetch_size(top_k))
+
+    def _fusion(self, query: str, top_k: int, sparse: SparseVector | None, explain: bool) -> Plan:
+        now = self._clock()
+        return fusion_plan(
+            self.ranking,
+            has_sparse=sparse is not None and bool(sparse.indices),
+            candidates=self._candidates(top_k),
+            fetch=self.ranking.fetch_size(top_k),
+            now=now,
+            windows=query_windows(query, now) if self.ranking.temporal_weight else [],
+            explain=explain,
+        )
 
     def _needs_vectors(self, hits: Sequence[ScoredRecord]) -> bool:
         return bool(hits) and self.ranking.diversifies

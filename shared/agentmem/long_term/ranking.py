@@ -1,9 +1,33 @@
-"""Ranking settings and result diversification (near-duplicate removal and MMR)."""
+"""Ranking settings, hybrid fusion, the relevance floor and result diversification.
+
+Hybrid search (the default) takes the dense and the BM25 candidate lists with their raw
+scores and fuses them by score (:func:`fuse`):
+
+``base = bm25 / max(bm25) + dense_weight * cosine / max(cosine)``
+
+then adds ``temporal_weight`` when the memory was formed in a period the query names
+(:mod:`agentmem.long_term.temporal`) and the importance and recency boosts. Each side is
+normalized by its best score among the candidates, so the side with a clear winner decides
+and neither scale (BM25's depends on the collection) matters. On LoCoMo dev this fusion
+beats equal-weight RRF, which lets the weaker dense list drag BM25 down.
+
+**Relevance floor** (hybrid only): a candidate is returned only when its ``base`` is at
+least ``relative_floor`` times the best candidate's and it is either lexically matched
+(some BM25 score) or has a raw cosine of at least ``min_similarity``. So a question about one memory
+returns that memory without padding the list, and a question about nothing stored returns
+nothing. ``RankingConfig(relative_floor=None, min_similarity=None)`` turns it off.
+``min_similarity`` is a raw cosine, so it depends on the embedding model: 0.3 suits the
+default all-MiniLM-L6-v2 (unrelated sentences score about -0.1 to 0.2 against a question,
+related ones 0.4 and up); raise it for models whose cosines run high.
+
+The defaults (``dense_weight``, ``temporal_weight``, the floor) were chosen on LoCoMo's
+development conversations by leave-one-conversation-out validation (``bench/locomo.py``).
+"""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
@@ -11,28 +35,48 @@ from typing import Literal
 import numpy as np
 
 from agentmem.errors import ConfigurationError
+from agentmem.long_term.records import MemoryRecord
 from agentmem.long_term.store import Boost, ScoredRecord
 
-__all__ = ["RankingConfig", "SearchMode", "diversify", "order_hits"]
+__all__ = [
+    "Fusion",
+    "RankingConfig",
+    "SearchMode",
+    "above_floor",
+    "base_scores",
+    "boost_parts",
+    "diversify",
+    "order_hits",
+]
 
 SearchMode = Literal["hybrid", "dense", "bm25"]
+Fusion = Literal["score", "rrf"]
 
 
 @dataclass(frozen=True)
 class RankingConfig:
     """How long-term search ranks memories.
 
-    The final score of a hit is ``fused + importance_weight * importance +
-    recency_weight * 0.5 ** (age_days / half_life_days)``, where ``fused`` is the RRF score
-    of the dense and BM25 candidate lists (hybrid), the cosine similarity (dense) or the
-    BM25 score (bm25), and the age runs from the last access (else the creation).
-    RRF scores are small (at most ``sum(1 / (k + 1))`` over the lists), so the default
-    weights are small too: they break ties among similarly relevant memories rather than
-    lift irrelevant ones.
+    The final score of a hit is ``base + importance_weight * importance +
+    recency_weight * 0.5 ** (age_days / half_life_days)``, where ``base`` is the fused
+    score of the dense and BM25 candidate lists (hybrid, see the module docstring), the
+    cosine similarity (dense) or the BM25 score (bm25), and the age runs from the last
+    access (else the creation). The default weights are small: they break ties among
+    similarly relevant memories rather than lift irrelevant ones.
 
     Attributes:
-        mode: ``hybrid`` (dense + BM25, RRF), ``dense`` or ``bm25``.
+        mode: ``hybrid`` (dense + BM25), ``dense`` or ``bm25``.
+        fusion: How hybrid fuses the lists: ``score`` (default: normalized BM25 plus
+            weighted cosine, with the temporal boost and the relevance floor) or ``rrf``
+            (Qdrant's Reciprocal Rank Fusion inside the store, equal weights, no floor:
+            agentmem 0.1's ranking).
         candidates: Candidates taken from each list before fusion.
+        dense_weight: Weight of the cosine similarity against the normalized BM25 score.
+        temporal_weight: Added to a memory formed in a period the query names.
+        relative_floor: Drop hybrid hits whose base score is under this fraction of the
+            best one; ``None`` keeps them.
+        min_similarity: Drop hybrid hits with no lexical match whose cosine is under
+            this; ``None`` keeps them.
         importance_weight: Weight of importance in [0, 1].
         recency_weight: Weight of the recency decay.
         half_life_days: Age at which the recency term halves.
@@ -47,7 +91,12 @@ class RankingConfig:
     """
 
     mode: SearchMode = "hybrid"
+    fusion: Fusion = "score"
     candidates: int = 60
+    dense_weight: float = 0.7
+    temporal_weight: float = 0.15
+    relative_floor: float | None = 0.3
+    min_similarity: float | None = 0.3
     importance_weight: float = 0.002
     recency_weight: float = 0.002
     half_life_days: float = 30.0
@@ -58,10 +107,13 @@ class RankingConfig:
         if self.mode not in ("hybrid", "dense", "bm25"):
             msg = f"mode must be 'hybrid', 'dense' or 'bm25', got {self.mode!r}"
             raise ConfigurationError(msg)
+        if self.fusion not in ("score", "rrf"):
+            msg = f"fusion must be 'score' or 'rrf', got {self.fusion!r}"
+            raise ConfigurationError(msg)
         if self.candidates < 1:
             msg = f"candidates must be at least 1, got {self.candidates!r}"
             raise ConfigurationError(msg)
-        for name in ("importance_weight", "recency_weight"):
+        for name in ("importance_weight", "recency_weight", "dense_weight", "temporal_weight"):
             value = getattr(self, name)
             if not math.isfinite(value) or value < 0:
                 msg = f"{name} must be a finite number >= 0, got {value!r}"
@@ -72,9 +124,19 @@ class RankingConfig:
         if self.duplicate_threshold is not None and not 0 < self.duplicate_threshold <= 1:
             msg = f"duplicate_threshold must be in (0, 1], got {self.duplicate_threshold!r}"
             raise ConfigurationError(msg)
+        for name in ("relative_floor", "min_similarity"):
+            value = getattr(self, name)
+            if value is not None and (not math.isfinite(value) or not 0 <= value <= 1):
+                msg = f"{name} must be in [0, 1] or None, got {value!r}"
+                raise ConfigurationError(msg)
         if self.mmr_lambda is not None and not 0 <= self.mmr_lambda <= 1:
             msg = f"mmr_lambda must be in [0, 1], got {self.mmr_lambda!r}"
             raise ConfigurationError(msg)
+
+    @property
+    def fuses_by_score(self) -> bool:
+        """Whether hybrid search fuses client-side by score (else Qdrant's RRF)."""
+        return self.fusion == "score"
 
     @property
     def diversifies(self) -> bool:
@@ -119,6 +181,46 @@ class RankingConfig:
         return [
             hit._replace(components={**hit.components, "redundancy": red}) for hit, red in chosen
         ]
+
+
+def base_scores(
+    dense: Mapping[str, float], sparse: Mapping[str, float], dense_weight: float
+) -> dict[str, float]:
+    """Fused base score of every candidate (see the module docstring); a candidate missing
+    from one side scores 0 there.
+
+    Example:
+        >>> base_scores({"a": 0.8, "b": 0.4}, {"b": 6.0}, dense_weight=1.0)
+        {'a': 1.0, 'b': 1.5}
+    """
+    top_dense = max(dense.values(), default=0.0)
+    top_sparse = max(sparse.values(), default=0.0)
+    out: dict[str, float] = {}
+    for key in dict.fromkeys([*dense, *sparse]):
+        lexical = sparse.get(key, 0.0) / top_sparse if top_sparse > 0 else 0.0
+        similar = dense.get(key, 0.0) / top_dense if top_dense > 0 else 0.0
+        out[key] = lexical + dense_weight * similar
+    return out
+
+
+def above_floor(
+    config: RankingConfig, base: float, best: float, cosine: float, lexical: float
+) -> bool:
+    """Whether a hybrid candidate passes the relevance floor (see the module docstring)."""
+    if config.relative_floor is not None and base < config.relative_floor * best:
+        return False
+    return config.min_similarity is None or lexical > 0 or cosine >= config.min_similarity
+
+
+def boost_parts(config: RankingConfig, record: MemoryRecord, now: datetime) -> tuple[float, float]:
+    """``(importance_boost, recency_boost)`` of a record, as the store's formula computes
+    them (age from the later of creation and last access)."""
+    last = max(record.created_at, record.last_accessed_at or record.created_at)
+    age_days = (now - last).total_seconds() / 86400.0
+    return (
+        config.importance_weight * record.importance,
+        config.recency_weight * 0.5 ** (age_days / config.half_life_days),
+    )
 
 
 def order_hits(hits: Sequence[ScoredRecord]) -> list[ScoredRecord]:

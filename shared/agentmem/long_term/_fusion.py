@@ -1,0 +1,253 @@
+"""Hybrid search by score fusion (private): one algorithm, three drivers.
+
+:func:`fusion_plan` is a generator that asks for scores and records and returns the ranked
+hits (see :mod:`agentmem.long_term.ranking` for the formula and the floor):
+
+1. the dense and the BM25 candidate lists (ids and raw scores only);
+2. the exact score on the other side of every candidate missing from a list, when that list
+   was cut at ``candidates`` (so no score is guessed);
+3. which candidates fall in a period the query names (temporal boost);
+4. the records of the best ``fetch`` candidates by base score, for the importance and
+   recency boosts, the floor and the result.
+
+Drivers answer its requests: :func:`qdrant_steps` turns them into payload-free Qdrant
+queries (so only the final records are read and parsed) for the agentmem Qdrant stores;
+:func:`run_on_store` and :func:`arun_on_store` use the public ``MemoryStore.search`` of any
+other store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Sequence
+from datetime import datetime
+from typing import Any, Literal, NamedTuple
+
+from agentmem.long_term import _qdrant_common as qc
+from agentmem.long_term._qdrant_base import Op, Steps
+from agentmem.long_term.ranking import (
+    RankingConfig,
+    above_floor,
+    base_scores,
+    boost_parts,
+    order_hits,
+)
+from agentmem.long_term.records import MemoryRecord, RecordFilter, Scope
+from agentmem.long_term.store import MemoryStore, ScoredRecord, SparseVector
+from agentmem.long_term.temporal import Window
+
+__all__ = ["ScoreRequest", "arun_on_store", "fusion_plan", "qdrant_steps", "run_on_store"]
+
+Side = Literal["dense", "sparse"]
+
+
+class ScoreRequest(NamedTuple):
+    """Raw scores on one side: the top ``limit`` in scope, or exactly those of ``ids``;
+    with ``window``, only memories formed inside it. Answered with ``{id: score}``."""
+
+    side: Side
+    limit: int
+    ids: tuple[str, ...] | None = None
+    window: Window | None = None
+
+
+class RecordRequest(NamedTuple):
+    """The records of ``ids``. Answered with ``{id: MemoryRecord}``."""
+
+    ids: tuple[str, ...]
+
+
+Request = ScoreRequest | RecordRequest
+Plan = Generator[Request, Any, list[ScoredRecord]]
+
+
+def fusion_plan(
+    config: RankingConfig,
+    *,
+    has_sparse: bool,
+    candidates: int,
+    fetch: int,
+    now: datetime,
+    windows: Sequence[Window],
+    explain: bool,
+) -> Plan:
+    """The fused hits above the floor, best first, at most ``fetch`` of them."""
+    dense: dict[str, float] = yield ScoreRequest("dense", candidates)
+    sparse: dict[str, float] = (yield ScoreRequest("sparse", candidates)) if has_sparse else {}
+    pool = list(dict.fromkeys([*dense, *sparse]))
+    if not pool:
+        return []
+    # A list cut at `candidates` may lack a score its other side found: ask for it exactly.
+    # A list shorter than that holds every memory with a score on that side.
+    for side, scores in (("dense", dense), ("sparse", sparse)):
+        if len(scores) < candidates or (side == "sparse" and not has_sparse):
+            continue
+        missing = tuple(i for i in pool if i not in scores)
+        if missing:
+            scores.update((yield ScoreRequest(side, len(missing), missing)))  # type: ignore[arg-type]
+    dated: set[str] = set()
+    if config.temporal_weight:
+        for window in windows:
+            found = yield ScoreRequest("dense", len(pool), tuple(pool), window)
+            dated.update(found)
+    base = base_scores(dense, sparse, config.dense_weight)
+    best = max(base.values())
+    temporal = {i: config.temporal_weight if i in dated else 0.0 for i in pool}
+    kept = [
+        i for i in pool if above_floor(config, base[i], best, dense.get(i, 0.0), sparse.get(i, 0.0))
+    ]
+    kept.sort(key=lambda i: (-(base[i] + temporal[i]), i))
+    chosen = tuple(kept[:fetch])
+    if not chosen:
+        return []
+    records: dict[str, MemoryRecord] = yield RecordRequest(chosen)
+    hits = []
+    for i in chosen:
+        record = records.get(i)
+        if record is None:  # deleted between the two reads
+            continue
+        importance, recency = boost_parts(config, record, now)
+        score = base[i] + temporal[i] + importance + recency
+        parts: dict[str, float] = {}
+        if explain:
+            parts = {
+                "dense": dense.get(i, 0.0),
+                "sparse": sparse.get(i, 0.0),
+                "fused": base[i],
+                "base": base[i],
+                "temporal_boost": temporal[i],
+                "importance_boost": importance,
+                "recency_boost": recency,
+                "final": score,
+            }
+        hits.append(ScoredRecord(record, score, parts))
+    return order_hits(hits)
+
+
+def qdrant_steps(
+    scope: Scope,
+    flt: RecordFilter,
+    dense: Sequence[float],
+    sparse: SparseVector | None,
+    dimension: int,
+    plan: Plan,
+) -> Steps[list[ScoredRecord]]:
+    """Drive ``plan`` on an agentmem Qdrant store: score requests are queries without
+    payload, record requests one retrieve."""
+    conditions = qc.build_conditions(scope, flt)
+    vectors: dict[Side, tuple[list[float] | None, SparseVector | None]] = {
+        "dense": (qc.validate_dense(dense, dimension), None),
+        "sparse": (None, None if sparse is None else qc.validate_sparse(sparse)),
+    }
+    request = next(plan)
+    while True:
+        answer: dict[str, Any]
+        if isinstance(request, ScoreRequest):
+            conds = conditions
+            if request.ids is not None:
+                conds = (*conds, qc.HasIds(request.ids))
+            if request.window is not None:
+                start, end = request.window
+                conds = (*conds, qc.Range("created_ts", start.timestamp(), end.timestamp()))
+            dense_vec, sparse_vec = vectors[request.side]
+            spec = qc.QuerySpec(
+                conditions=conds,
+                limit=request.limit,
+                candidates=request.limit,
+                dense=dense_vec,
+                sparse=sparse_vec,
+                exact=request.ids is not None,
+                with_payload=False,
+            )
+            hits: list[qc.Hit] = yield Op("query", (spec,))
+            answer = {h.id: h.score for h in hits}
+        else:
+            rows: list[qc.Hit] = yield Op("retrieve", (list(request.ids),))
+            answer = {
+                h.id: qc.record_from_payload(h.id, h.payload)
+                for h in rows
+                if qc.in_scope(h.payload, scope)
+            }
+        try:
+            request = plan.send(answer)
+        except StopIteration as stop:
+            result: list[ScoredRecord] = stop.value
+            return result
+
+
+def _store_kwargs(
+    request: ScoreRequest,
+    flt: RecordFilter,
+    dense: Sequence[float],
+    sparse: SparseVector | None,
+) -> dict[str, Any]:
+    updates: dict[str, Any] = {}
+    if request.ids is not None:
+        updates["ids"] = request.ids
+    if request.window is not None:
+        updates["created_after"], updates["created_before"] = request.window
+    return {
+        "dense": dense if request.side == "dense" else None,
+        "sparse": sparse if request.side == "sparse" else None,
+        "filter": flt.model_copy(update=updates) if updates else flt,
+        "limit": request.limit,
+        "candidates": request.limit,
+        "exact": request.ids is not None,
+    }
+
+
+def run_on_store(
+    store: MemoryStore,
+    scope: Scope,
+    flt: RecordFilter,
+    dense: Sequence[float],
+    sparse: SparseVector | None,
+    plan: Plan,
+) -> list[ScoredRecord]:
+    """Drive ``plan`` through the public API of any :class:`MemoryStore`."""
+    seen: dict[str, MemoryRecord] = {}
+    request = next(plan)
+    while True:
+        answer: dict[str, Any]
+        if isinstance(request, ScoreRequest):
+            hits = store.search(scope, **_store_kwargs(request, flt, dense, sparse))
+            seen.update((h.record.id, h.record) for h in hits)
+            answer = {h.record.id: h.score for h in hits}
+        else:
+            missing = [i for i in request.ids if i not in seen]
+            if missing:
+                seen.update((r.id, r) for r in store.get(scope, missing))
+            answer = {i: seen[i] for i in request.ids if i in seen}
+        try:
+            request = plan.send(answer)
+        except StopIteration as stop:
+            result: list[ScoredRecord] = stop.value
+            return result
+
+
+async def arun_on_store(
+    store: MemoryStore,
+    scope: Scope,
+    flt: RecordFilter,
+    dense: Sequence[float],
+    sparse: SparseVector | None,
+    plan: Plan,
+) -> list[ScoredRecord]:
+    """Async twin of :func:`run_on_store`."""
+    seen: dict[str, MemoryRecord] = {}
+    request = next(plan)
+    while True:
+        answer: dict[str, Any]
+        if isinstance(request, ScoreRequest):
+            hits = await store.asearch(scope, **_store_kwargs(request, flt, dense, sparse))
+            seen.update((h.record.id, h.record) for h in hits)
+            answer = {h.record.id: h.score for h in hits}
+        else:
+            missing = [i for i in request.ids if i not in seen]
+            if missing:
+                seen.update((r.id, r) for r in await store.aget(scope, missing))
+            answer = {i: seen[i] for i in request.ids if i in seen}
+        try:
+            request = plan.send(answer)
+        except StopIteration as stop:
+            result: list[ScoredRecord] = stop.value
+            return result
