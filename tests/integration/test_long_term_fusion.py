@@ -140,3 +140,29 @@ def test_qdrant_client_store_ranks_like_edge(store: QdrantEdgeStore) -> None:
         b = client.retrieve_memories(query, top_k=5, touch=False)
         assert [h.record.id for h in a] == [h.record.id for h in b]
     other.close()
+
+
+@pytest.mark.parametrize("candidates", [2, 5, 12])
+def test_short_candidate_lists_rank_like_complete_ones(
+    store: QdrantEdgeStore, candidates: int
+) -> None:
+    # Scores missing from a cut list are looked up exactly when they could matter, so the
+    # top results equal those of lists holding every memory.
+    loose = {"relative_floor": None, "min_similarity": None, "duplicate_threshold": None}
+    complete = _memory(store, candidates=1000, **loose)
+    _fill(complete)
+    short = _memory(store, candidates=candidates, **loose)
+    for query in ("Paris trips", "hiking in July 2023", "gardening note 7", "went hiking"):
+        # Memories that score 0 on both sides are left out: they all tie.
+        a = complete.retrieve_memories(query, top_k=4, touch=False, explain=True)
+        b = short.retrieve_memories(query, top_k=4, touch=False, explain=True)
+        a = [h for h in a if h.components["base"] > 0]
+        b = [h for h in b if h.components["base"] > 0]
+        assert [h.score for h in a] == pytest.approx([h.score for h in b]), query
+        # Equal scores tie (the hashing embedder makes many): which of them fill the list
+        # depends on the candidates; memories with a score of their own must be the same.
+        everything = complete.retrieve_memories(query, top_k=100, touch=False)
+        scores = [round(h.score, 9) for h in everything]
+        unique = {h.record.id for h in a if scores.count(round(h.score, 9)) == 1}
+        assert unique, query
+        assert unique <= {h.record.id for h in b}, query

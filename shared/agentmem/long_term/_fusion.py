@@ -4,9 +4,10 @@
 hits (see :mod:`agentmem.long_term.ranking` for the formula and the floor):
 
 1. the dense and the BM25 candidate lists (ids and raw scores only);
-2. the exact score on the other side of every candidate missing from a list, when that list
-   was cut at ``candidates`` (so no score is guessed);
-3. which candidates fall in a period the query names (temporal boost);
+2. which candidates fall in a period the query names (temporal boost);
+3. the exact score on the other side of a candidate missing from a list cut at
+   ``candidates``, when it could reach the best ``fetch`` with it (so no score that
+   matters is guessed);
 4. the records of the best ``fetch`` candidates by base score, for the importance and
    recency boosts, the floor and the result.
 
@@ -76,22 +77,42 @@ def fusion_plan(
     pool = list(dict.fromkeys([*dense, *sparse]))
     if not pool:
         return []
-    # A list cut at `candidates` may lack a score its other side found: ask for it exactly.
-    # A list shorter than that holds every memory with a score on that side.
-    for side, scores in (("dense", dense), ("sparse", sparse)):
-        if len(scores) < candidates or (side == "sparse" and not has_sparse):
-            continue
-        missing = tuple(i for i in pool if i not in scores)
-        if missing:
-            scores.update((yield ScoreRequest(side, len(missing), missing)))  # type: ignore[arg-type]
     dated: set[str] = set()
     if config.temporal_weight:
         for window in windows:
             found = yield ScoreRequest("dense", len(pool), tuple(pool), window)
             dated.update(found)
+    temporal = {i: config.temporal_weight if i in dated else 0.0 for i in pool}
+    # A list cut at `candidates` may lack a score its other side found; a list shorter than
+    # that holds every memory with a score on that side (the others score 0 there). A
+    # missing score lies between 0 and the list's lowest: ask for it exactly only when the
+    # candidate could reach the best `fetch` with it (threshold algorithm).
+    cut = {
+        "dense": len(dense) >= candidates,
+        "sparse": has_sparse and len(sparse) >= candidates,
+    }
+    fill = {
+        "dense": min(dense.values()) if cut["dense"] and dense else 0.0,
+        "sparse": min(sparse.values()) if cut["sparse"] and sparse else 0.0,
+    }
+    lower = base_scores(dense, sparse, config.dense_weight)
+    if fill["dense"] > 0 or fill["sparse"] > 0:
+        upper = base_scores(
+            {i: dense.get(i, fill["dense"]) for i in pool},
+            {i: sparse.get(i, fill["sparse"]) for i in pool},
+            config.dense_weight,
+            tops=(max(dense.values(), default=0.0), max(sparse.values(), default=0.0)),
+        )
+        floor_at = sorted((lower[i] + temporal[i] for i in pool), reverse=True)
+        threshold = floor_at[fetch - 1] if len(floor_at) >= fetch else float("-inf")
+        open_ = [i for i in pool if upper[i] + temporal[i] >= threshold and upper[i] > lower[i]]
+        for side, scores in (("dense", dense), ("sparse", sparse)):
+            missing = tuple(i for i in open_ if i not in scores)
+            if cut[side] and missing:
+                request = ScoreRequest(side, len(missing), missing)  # type: ignore[arg-type]
+                scores.update((yield request))
     base = base_scores(dense, sparse, config.dense_weight)
     best = max(base.values())
-    temporal = {i: config.temporal_weight if i in dated else 0.0 for i in pool}
     kept = [
         i for i in pool if above_floor(config, base[i], best, dense.get(i, 0.0), sparse.get(i, 0.0))
     ]

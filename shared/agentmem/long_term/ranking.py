@@ -184,17 +184,23 @@ class RankingConfig:
 
 
 def base_scores(
-    dense: Mapping[str, float], sparse: Mapping[str, float], dense_weight: float
+    dense: Mapping[str, float],
+    sparse: Mapping[str, float],
+    dense_weight: float,
+    *,
+    tops: tuple[float, float] | None = None,
 ) -> dict[str, float]:
     """Fused base score of every candidate (see the module docstring); a candidate missing
-    from one side scores 0 there.
+    from one side scores 0 there. ``tops`` overrides the best dense and BM25 scores that
+    normalize each side (default: the best of ``dense`` and of ``sparse``).
 
     Example:
         >>> base_scores({"a": 0.8, "b": 0.4}, {"b": 6.0}, dense_weight=1.0)
         {'a': 1.0, 'b': 1.5}
     """
-    top_dense = max(dense.values(), default=0.0)
-    top_sparse = max(sparse.values(), default=0.0)
+    if tops is None:
+        tops = (max(dense.values(), default=0.0), max(sparse.values(), default=0.0))
+    top_dense, top_sparse = tops
     out: dict[str, float] = {}
     for key in dict.fromkeys([*dense, *sparse]):
         lexical = sparse.get(key, 0.0) / top_sparse if top_sparse > 0 else 0.0
