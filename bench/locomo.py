@@ -162,7 +162,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     """Run the benchmark described by parsed ``args``; returns the JSON report."""
     from agentmem.embeddings import CachedEmbedder, default_embedder
     from agentmem.long_term.memory import LongTermMemory
-    from agentmem.long_term.qdrant_edge import QdrantEdgeStore
+    from agentmem.stores.qdrant.edge import QdrantEdgeStore
     from agentmem.tokens import TokenCounter
 
     conversations, stats = load_locomo(args.data)

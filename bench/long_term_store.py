@@ -34,10 +34,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import environment, peak_rss_mb, percentile, print_table, write_json
 
-from agentmem.long_term.qdrant_client import QdrantClientStore
-from agentmem.long_term.qdrant_edge import QdrantEdgeStore
 from agentmem.long_term.records import MemoryRecord, Scope
 from agentmem.long_term.store import MemoryStore, SparseVector
+from agentmem.stores.qdrant.client import QdrantClientStore
+from agentmem.stores.qdrant.edge import QdrantEdgeStore
 
 DIM = 384
 BATCH = 1000

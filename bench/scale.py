@@ -82,8 +82,8 @@ def disk_bytes(root: Path) -> int:
 
 def open_memory(system: str, home: Path, user: str) -> Any:
     from agentmem.long_term import LongTermMemory
-    from agentmem.long_term.qdrant_client import QdrantClientStore
-    from agentmem.long_term.qdrant_edge import AutoIndex, QdrantEdgeStore
+    from agentmem.stores.qdrant.client import QdrantClientStore
+    from agentmem.stores.qdrant.edge import AutoIndex, QdrantEdgeStore
 
     if system == "qdrant-client local":
         store: Any = QdrantClientStore(location=":memory:", dimension=DIM)

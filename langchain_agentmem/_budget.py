@@ -16,8 +16,8 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from agentmem.context import ContextBudgetError
+from agentmem.controller.retrieval import MEMORY_BLOCK_CLOSE, MEMORY_BLOCK_OPEN, render_memory_line
 from agentmem.long_term.store import ScoredRecord
-from agentmem.retrieval import MEMORY_BLOCK_CLOSE, MEMORY_BLOCK_OPEN, render_memory_line
 from agentmem.short_term.summary import render_summary
 from agentmem.tokens import TokenCounter
 from agentmem.types import Message

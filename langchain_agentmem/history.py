@@ -32,9 +32,9 @@ from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
+from agentmem.controller.manager import MemoryManager
 from agentmem.errors import ConfigurationError
 from agentmem.llm import ChatModel
-from agentmem.manager import MemoryManager
 from agentmem.short_term.summary import SummaryBufferMemory
 from agentmem.stores.base import SessionStore
 from agentmem.tokens import TokenCounter

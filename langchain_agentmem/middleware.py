@@ -38,9 +38,9 @@ from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResp
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
 from agentmem._async import run_in_executor
+from agentmem.controller.manager import MemoryManager
 from agentmem.errors import ConfigurationError
 from agentmem.long_term.store import ScoredRecord
-from agentmem.manager import MemoryManager
 from agentmem.service import MemoryService
 from langchain_agentmem._budget import Fitted, fit_request, tool_schemas
 from langchain_agentmem._resolve import check_source, resolve_manager, thread_id_of

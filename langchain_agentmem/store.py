@@ -9,7 +9,7 @@ and items with a TTL disappear when it runs out (``sweep_ttl`` deletes them for 
 
 Example:
     >>> from langchain_core.embeddings import DeterministicFakeEmbedding
-    >>> from agentmem.long_term.qdrant_edge import QdrantEdgeStore
+    >>> from agentmem.stores.qdrant.edge import QdrantEdgeStore
     >>> edge = QdrantEdgeStore(tmp_path / "lt", dimension=16)  # doctest: +SKIP
     >>> store = AgentMemoryStore(edge, index={"dims": 16,  # doctest: +SKIP
     ...     "embed": DeterministicFakeEmbedding(size=16), "fields": ["text"]})
@@ -44,7 +44,7 @@ from langgraph.store.base import (
 )
 
 from agentmem._async import run_in_executor
-from agentmem.embeddings import Embedder, LangChainEmbedder
+from agentmem.embeddings import Embedder
 from agentmem.errors import ConfigurationError, InvalidValueError
 from agentmem.long_term.records import MemoryRecord, RecordFilter, Scope
 from agentmem.long_term.store import MemoryStore
@@ -64,6 +64,7 @@ from langchain_agentmem._store_codec import (
     scope_for,
 )
 from langchain_agentmem._store_filters import matches_filter, matches_namespace
+from langchain_agentmem.embeddings import LangChainEmbedder
 
 __all__ = ["AgentMemoryStore"]
 

@@ -24,9 +24,9 @@ from typing import Any, Literal
 
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 
+from agentmem.controller.manager import MemoryManager
 from agentmem.errors import AgentMemError, ConfigurationError
 from agentmem.long_term.records import MemoryRecord
-from agentmem.manager import MemoryManager
 from agentmem.service import MemoryService
 from langchain_agentmem._resolve import check_source, resolve_manager, thread_id_of
 

@@ -7,9 +7,9 @@ session's; a tier is used as it is.
 
 from __future__ import annotations
 
+from agentmem.controller.manager import MemoryManager
 from agentmem.errors import ConfigurationError
 from agentmem.long_term.memory import LongTermMemory
-from agentmem.manager import MemoryManager
 from agentmem.service import MemoryService
 from agentmem.working import WorkingMemory
 

@@ -24,12 +24,12 @@ from llama_index.core.memory.memory import BaseMemoryBlock
 from llama_index.core.memory.memory_blocks.fact import FactExtractionMemoryBlock
 
 from agentmem._escape import escape_line
-from agentmem.consolidation import MemoryConsolidator
+from agentmem.controller.consolidation import MemoryConsolidator
+from agentmem.controller.manager import MemoryManager
+from agentmem.controller.retrieval import MEMORY_BLOCK_CLOSE, MEMORY_BLOCK_OPEN, render_memory_line
 from agentmem.llm import ChatModel
 from agentmem.long_term.memory import LongTermMemory
 from agentmem.long_term.records import RecordFilter
-from agentmem.manager import MemoryManager
-from agentmem.retrieval import MEMORY_BLOCK_CLOSE, MEMORY_BLOCK_OPEN, render_memory_line
 from agentmem.service import MemoryService
 from agentmem.stores.memory import InMemorySessionStore
 from agentmem.tokens import TokenCounter

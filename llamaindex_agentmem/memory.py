@@ -33,11 +33,11 @@ from llama_index.core.memory.types import BaseMemory
 
 from agentmem._async import run_in_executor
 from agentmem.context import pack_context
+from agentmem.controller.manager import MemoryManager
 from agentmem.embeddings import Embedder
 from agentmem.errors import ConfigurationError
 from agentmem.llm import ChatModel
 from agentmem.long_term.store import ScoredRecord
-from agentmem.manager import MemoryManager
 from agentmem.service import MemoryService
 from agentmem.short_term.view import ShortTermView
 from agentmem.types import Message

@@ -83,7 +83,7 @@ def search_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def context_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """``agentmem context QUERY --user U``: the packed prompt and its token ledger."""
-    from agentmem.manager import MemoryManager
+    from agentmem.controller.manager import MemoryManager
     from agentmem.tokens import TokenCounter
 
     query = common.check_query(args.query)
@@ -120,7 +120,7 @@ def context_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def forget_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """``agentmem forget --user U [--dry-run]``: a forgetting pass (no model needed)."""
-    from agentmem.forgetting import ForgettingPolicy
+    from agentmem.controller.forgetting import ForgettingPolicy
 
     if args.min_retention is not None and not 0 <= args.min_retention <= 1:
         msg = f"--min-retention must be between 0 and 1, got {args.min_retention!r}"
@@ -270,8 +270,8 @@ def import_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def ingest_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """``agentmem ingest FILE --user U``: JSONL chat messages (appended to their sessions'
     logs and consolidated) or a LoCoMo-style file (one episodic memory per turn)."""
+    from agentmem.controller.manager import MemoryManager
     from agentmem.ingest import locomo_records
-    from agentmem.manager import MemoryManager
 
     user = common.check_user(args)
     session = common.check_session(args.session)

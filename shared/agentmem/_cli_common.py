@@ -149,7 +149,7 @@ def llm_from_environment(err: TextIO) -> ChatModel | None:
     if not (os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL")):
         err.write(NO_LLM_STATUS + "\n")
         return None
-    from agentmem.llm_openai import OpenAIChatModel
+    from agentmem.llm.openai import OpenAIChatModel
 
     model = os.environ.get("AGENTMEM_MODEL", "gpt-4o-mini")
     err.write(f"LLM: {model} via OpenAI-compatible API.\n")

@@ -37,8 +37,8 @@ def minimum_budget() -> int:
 
 def demo_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Run the demo (see the module docstring); returns the exit status."""
-    from agentmem.forgetting import ForgettingPolicy
-    from agentmem.manager import MemoryManager
+    from agentmem.controller.forgetting import ForgettingPolicy
+    from agentmem.controller.manager import MemoryManager
 
     user = common.check_user(args)
     # Below 1 needs no tokenizer to refuse; otherwise count what the prompt needs at least.

@@ -2,7 +2,7 @@
 
 :class:`OpenAIClientOwner` holds, builds and closes the SDK clients; one place maps SDK
 exceptions to agentmem errors and redacts API keys from messages, so
-:mod:`agentmem.llm_openai` and :mod:`agentmem.embeddings.openai` behave and fail the same way.
+:mod:`agentmem.llm.openai` and :mod:`agentmem.embeddings.openai` behave and fail the same way.
 """
 
 from __future__ import annotations

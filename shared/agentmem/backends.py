@@ -10,7 +10,7 @@ still uses.
 setting                    backend
 =========================  ===========================================================
 (none)                     SQLite ``<home>/sessions.db`` and Qdrant Edge ``<home>/long_term``
-``qdrant_url``             :class:`~agentmem.long_term.qdrant_client.QdrantClientStore`
+``qdrant_url``             :class:`~agentmem.stores.qdrant.client.QdrantClientStore`
                            (``AGENTMEM_QDRANT_URL``; ``":memory:"`` is qdrant-client's
                            local mode, for tests)
 ``redis_url``              :class:`~agentmem.stores.redis.RedisSessionStore`
@@ -175,7 +175,7 @@ def acquire_memory_store(config: BackendConfig, *, dimension: int) -> Lease[Memo
     server collection). A store opened earlier with another dimension is returned as it
     is; :class:`~agentmem.long_term.LongTermMemory` then refuses the mismatch."""
     if config.qdrant_url is not None:
-        from agentmem.long_term.qdrant_client import QdrantClientStore
+        from agentmem.stores.qdrant.client import QdrantClientStore
 
         url, key, name = config.qdrant_url, config.qdrant_api_key, config.collection
 
@@ -188,7 +188,7 @@ def acquire_memory_store(config: BackendConfig, *, dimension: int) -> Lease[Memo
         ident: Hashable = object() if url == ":memory:" else (url, name)
         return _REGISTRY.acquire(("qdrant", ident), open_client, _close)
 
-    from agentmem.long_term.qdrant_edge import QdrantEdgeStore
+    from agentmem.stores.qdrant.edge import QdrantEdgeStore
 
     path = config.home / "long_term"
     return _REGISTRY.acquire(

@@ -3,7 +3,7 @@
 :func:`pack_context` builds the messages to send:
 
 1. one system message: the system prompt, then the working memory, then the recalled
-   long-term memories (delimited and labelled as data, see :mod:`agentmem.retrieval`);
+   long-term memories (delimited and labelled as data, see :mod:`agentmem.controller.retrieval`);
 2. the short-term view: system messages of the log, the rolling summary, the recent turns;
 3. the query as the last user message.
 
@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentmem.errors import ConfigurationError
+from agentmem.long_term.render import MEMORY_BLOCK_CLOSE, MEMORY_BLOCK_OPEN, render_memory_line
 from agentmem.long_term.store import ScoredRecord
-from agentmem.retrieval import MEMORY_BLOCK_CLOSE, MEMORY_BLOCK_OPEN, render_memory_line
 from agentmem.short_term.view import ShortTermView
 from agentmem.tokens import REPLY_PRIMING_TOKENS, TokenCounter
 from agentmem.types import Message

@@ -29,9 +29,9 @@ from agentmem.errors import InvalidValueError
 from agentmem.types import Message
 
 if TYPE_CHECKING:
+    from agentmem.controller.manager import MemoryManager
     from agentmem.long_term.memory import LongTermMemory
     from agentmem.long_term.records import MemoryRecord
-    from agentmem.manager import MemoryManager
 
 __all__ = [
     "Turn",

@@ -33,14 +33,14 @@ from types import TracebackType
 
 from agentmem._async import run_in_executor
 from agentmem.backends import BackendConfig, acquire_memory_store, acquire_session_store
+from agentmem.controller.manager import MemoryManager
+from agentmem.controller.scheduler import ConsolidationQueue
 from agentmem.embeddings import Embedder
 from agentmem.errors import DimensionMismatchError, StoreClosedError
 from agentmem.llm import ChatModel
 from agentmem.long_term.memory import LongTermMemory
 from agentmem.long_term.ranking import RankingConfig
 from agentmem.long_term.store import MemoryStore
-from agentmem.manager import MemoryManager
-from agentmem.scheduler import ConsolidationQueue
 from agentmem.stores.base import SessionStore
 from agentmem.tokens import TokenCounter
 
@@ -68,7 +68,7 @@ class MemoryService:
         background: Consolidate in the service's worker pool instead of in the caller.
         workers: Consolidation worker threads.
         max_pending: Sessions that may wait for consolidation at once (see
-            :mod:`agentmem.scheduler` for what happens beyond).
+            :mod:`agentmem.controller.scheduler` for what happens beyond).
         max_handles: Session handles kept warm (their token counts cached); older ones are
             rebuilt on next use.
         clock: Zero-argument callable returning an aware ``datetime`` (default: UTC now).

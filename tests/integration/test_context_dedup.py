@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from agentmem import MemoryManager
+from agentmem.controller.retrieval import MemoryRetriever
 from agentmem.long_term import LongTermMemory
-from agentmem.long_term.qdrant_edge import QdrantEdgeStore
-from agentmem.retrieval import MemoryRetriever
+from agentmem.stores.qdrant.edge import QdrantEdgeStore
 from agentmem.stores.sqlite import SQLiteSessionStore
 from tests.fakes import HashingEmbedder
 

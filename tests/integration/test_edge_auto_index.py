@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 
 from agentmem.errors import StoreCorruptedError
-from agentmem.long_term.qdrant_edge import AutoIndex, QdrantEdgeStore
 from agentmem.long_term.records import MemoryRecord, RecordFilter, Scope
 from agentmem.long_term.store import SparseVector
+from agentmem.stores.qdrant.edge import AutoIndex, QdrantEdgeStore
 
 pytestmark = pytest.mark.integration
 
@@ -105,7 +105,7 @@ def test_kill_during_a_rebuild_loses_nothing(tmp_path: Path) -> None:
     code = textwrap.dedent(
         """
         import sys, numpy as np
-        from agentmem.long_term.qdrant_edge import AutoIndex, QdrantEdgeStore
+        from agentmem.stores.qdrant.edge import AutoIndex, QdrantEdgeStore
         from agentmem.long_term.records import MemoryRecord, Scope
         from agentmem.long_term.store import SparseVector
         store = QdrantEdgeStore(sys.argv[1], dimension=32,

@@ -11,7 +11,7 @@ import pytest
 from agentmem import MemoryManager
 from agentmem.errors import InvalidMessageError, InvalidValueError
 from agentmem.long_term import LongTermMemory, RecordFilter
-from agentmem.long_term.qdrant_edge import QdrantEdgeStore
+from agentmem.stores.qdrant.edge import QdrantEdgeStore
 from agentmem.stores.sqlite import SQLiteSessionStore
 from agentmem.working import STATE_KEY
 from tests.fakes import HashingEmbedder

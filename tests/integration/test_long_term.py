@@ -20,7 +20,7 @@ from agentmem.long_term import (
     RecordFilter,
     SemanticMemory,
 )
-from agentmem.long_term.qdrant_edge import QdrantEdgeStore
+from agentmem.stores.qdrant.edge import QdrantEdgeStore
 from tests.fakes import HashingEmbedder
 
 pytestmark = pytest.mark.integration

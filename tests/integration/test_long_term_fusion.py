@@ -11,7 +11,7 @@ import pytest
 
 from agentmem.long_term import LongTermMemory, RankingConfig
 from agentmem.long_term.memory import CONTEXT_KEY, index_text
-from agentmem.long_term.qdrant_edge import QdrantEdgeStore
+from agentmem.stores.qdrant.edge import QdrantEdgeStore
 from tests.fakes import HashingEmbedder
 
 pytestmark = pytest.mark.integration
@@ -128,7 +128,7 @@ def test_legacy_rrf_is_one_setting_away(store: QdrantEdgeStore) -> None:
 def test_qdrant_client_store_ranks_like_edge(store: QdrantEdgeStore) -> None:
     from qdrant_client import QdrantClient
 
-    from agentmem.long_term.qdrant_client import QdrantClientStore
+    from agentmem.stores.qdrant.client import QdrantClientStore
 
     other = QdrantClientStore(QdrantClient(":memory:"), dimension=64)
     edge, client = _memory(store), _memory(other)

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from agentmem import MemoryManager
 from agentmem.context import ContextBudgetError
 from agentmem.long_term import LongTermMemory, RecordFilter
-from agentmem.long_term.qdrant_edge import QdrantEdgeStore
+from agentmem.stores.qdrant.edge import QdrantEdgeStore
 from agentmem.stores.sqlite import SQLiteSessionStore
 from tests.chatml import count_rendered
 from tests.fakes import HashingEmbedder, ScriptedChatModel

@@ -16,7 +16,7 @@ from agentmem.errors import (
     LLMTimeoutError,
 )
 from agentmem.llm import complete_json
-from agentmem.llm_openai import OpenAIChatModel
+from agentmem.llm.openai import OpenAIChatModel
 from tests.stub_openai import AdapterFactory, Delay, ErrorStatus, Malformed, Reply, StubOpenAI
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from agentmem.errors import StoreLockedError
-from agentmem.long_term.qdrant_edge import QdrantEdgeStore
 from agentmem.long_term.records import MemoryRecord, RecordFilter, Scope
 from agentmem.long_term.store import SparseVector
+from agentmem.stores.qdrant.edge import QdrantEdgeStore
 
 pytestmark = pytest.mark.integration
 
@@ -82,7 +82,7 @@ def test_a_second_process_gets_a_clear_error_not_corruption(tmp_path: Path) -> N
         """
         import sys
         from agentmem.errors import StoreLockedError
-        from agentmem.long_term.qdrant_edge import QdrantEdgeStore
+        from agentmem.stores.qdrant.edge import QdrantEdgeStore
         try:
             QdrantEdgeStore(sys.argv[1], dimension=8)
         except StoreLockedError as exc:
@@ -107,7 +107,7 @@ def test_a_killed_writer_loses_nothing_it_reported(tmp_path: Path) -> None:
         """
         import sys, uuid
         import numpy as np
-        from agentmem.long_term.qdrant_edge import QdrantEdgeStore
+        from agentmem.stores.qdrant.edge import QdrantEdgeStore
         from agentmem.long_term.records import MemoryRecord, Scope
         from agentmem.long_term.store import SparseVector
         ns = uuid.UUID(sys.argv[2])

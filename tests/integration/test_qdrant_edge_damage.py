@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from agentmem.errors import StoreCorruptedError, StoreError
-from agentmem.long_term.qdrant_edge import LOCK_FILE, QdrantEdgeStore
 from agentmem.long_term.records import MemoryRecord, RecordFilter, Scope
 from agentmem.long_term.store import SparseVector
+from agentmem.stores.qdrant.edge import LOCK_FILE, QdrantEdgeStore
 
 pytestmark = pytest.mark.integration
 

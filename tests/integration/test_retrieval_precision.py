@@ -16,7 +16,7 @@ import pytest
 from agentmem import MemoryManager
 from agentmem.embeddings import default_embedder
 from agentmem.long_term import LongTermMemory, RankingConfig
-from agentmem.long_term.qdrant_edge import QdrantEdgeStore
+from agentmem.stores.qdrant.edge import QdrantEdgeStore
 from agentmem.stores.sqlite import SQLiteSessionStore
 
 pytestmark = pytest.mark.integration

@@ -27,8 +27,8 @@ from agentmem.errors import (
     StoreClosedError,
     StoreLockedError,
 )
-from agentmem.long_term.qdrant_client import QdrantClientStore
-from agentmem.long_term.qdrant_edge import QdrantEdgeStore
+from agentmem.stores.qdrant.client import QdrantClientStore
+from agentmem.stores.qdrant.edge import QdrantEdgeStore
 from agentmem.stores.redis import RedisSessionStore
 from agentmem.stores.sqlite import SQLiteSessionStore
 from tests.fakes import HashingEmbedder

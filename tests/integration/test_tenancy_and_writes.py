@@ -25,12 +25,12 @@ import pytest
 from qdrant_client import QdrantClient, models
 
 from agentmem import ForgettingPolicy, MemoryService
-from agentmem.conflicts import ConflictResolver
+from agentmem.controller.conflicts import ConflictResolver
 from agentmem.errors import InvalidSessionIdError, InvalidValueError
 from agentmem.long_term import LongTermMemory
-from agentmem.long_term.qdrant_client import QdrantClientStore
 from agentmem.long_term.records import MemoryRecord, Scope
 from agentmem.long_term.store import SparseVector
+from agentmem.stores.qdrant.client import QdrantClientStore
 from langchain_agentmem import AgentMemoryStore
 from tests.fakes import HashingEmbedder
 

@@ -13,7 +13,7 @@ import pytest_socket
 
 from agentmem import MemoryManager
 from agentmem.long_term import LongTermMemory
-from agentmem.long_term.qdrant_edge import QdrantEdgeStore
+from agentmem.stores.qdrant.edge import QdrantEdgeStore
 from agentmem.stores.sqlite import SQLiteSessionStore
 from tests.fakes import HashingEmbedder
 

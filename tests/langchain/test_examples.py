@@ -33,14 +33,14 @@ def example_retriever_tools_store_and_middleware(tmp_path: Path) -> tuple[str, s
     from langchain_core.messages import AIMessage, HumanMessage
 
     from agentmem import MemoryManager
-    from agentmem.embeddings import LangChainEmbedder
     from agentmem.long_term import LongTermMemory
-    from agentmem.long_term.qdrant_edge import QdrantEdgeStore
+    from agentmem.stores.qdrant.edge import QdrantEdgeStore
     from agentmem.stores.sqlite import SQLiteSessionStore
     from langchain_agentmem import (
         AgentMemoryMiddleware,
         AgentMemoryRetriever,
         AgentMemoryStore,
+        LangChainEmbedder,
         create_memory_tools,
     )
 

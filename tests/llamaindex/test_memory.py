@@ -12,8 +12,8 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallB
 from llama_index.core.chat_engine import SimpleChatEngine
 from llama_index.core.llms import MockLLM
 
+from agentmem.controller.retrieval import MEMORY_BLOCK_OPEN
 from agentmem.errors import ConfigurationError
-from agentmem.retrieval import MEMORY_BLOCK_OPEN
 from tests.fakes import ScriptedChatModel
 from tests.llamaindex._helpers import chat_tokens, extraction, open_memory, weather, weather_llm
 

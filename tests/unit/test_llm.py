@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from agentmem.errors import ConfigurationError, LLMOutputError, LLMTimeoutError
 from agentmem.llm import ChatModel, StructuredChatModel, acomplete_json, complete_json
-from agentmem.llm_openai import OpenAIChatModel
+from agentmem.llm.openai import OpenAIChatModel
 from agentmem.types import Message
 from tests.fakes import ScriptedChatModel
 

@@ -7,9 +7,9 @@ from qdrant_client import AsyncQdrantClient, QdrantClient
 from qdrant_client import models as m
 
 from agentmem.errors import ConfigurationError, DimensionMismatchError
-from agentmem.long_term.qdrant_client import QdrantClientStore
 from agentmem.long_term.records import MemoryRecord, Scope
 from agentmem.long_term.store import SparseVector
+from agentmem.stores.qdrant.client import QdrantClientStore
 
 BOB = Scope(user_id="bob")
 

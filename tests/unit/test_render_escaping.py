@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 
 from agentmem import TokenCounter
 from agentmem.context import pack_context
+from agentmem.controller.retrieval import MEMORY_BLOCK_CLOSE, MEMORY_BLOCK_OPEN, render_memory_line
 from agentmem.long_term.records import MemoryRecord, Scope
 from agentmem.long_term.store import ScoredRecord
-from agentmem.retrieval import MEMORY_BLOCK_CLOSE, MEMORY_BLOCK_OPEN, render_memory_line
 from agentmem.short_term.summary import (
     SUMMARY_FOOTER,
     SUMMARY_STATE_KEY,

@@ -1,7 +1,7 @@
 """Embeddings from the OpenAI API or any OpenAI-compatible server (``/v1/embeddings``).
 
 Needs the optional dependency: ``pip install 'agentmem[openai]'``. Errors are those of
-:class:`~agentmem.llm_openai.OpenAIChatModel` (:class:`~agentmem.errors.LLMTimeoutError`,
+:class:`~agentmem.llm.openai.OpenAIChatModel` (:class:`~agentmem.errors.LLMTimeoutError`,
 :class:`~agentmem.errors.LLMConnectionError`, :class:`~agentmem.errors.LLMResponseError`).
 OpenAI's models read at most 8,191 tokens per input; the API rejects longer inputs
 (HTTP 400) rather than truncating them.

@@ -6,9 +6,9 @@ Example:
     False
 """
 
+from agentmem._moved import moved_names
 from agentmem.long_term.episodic import Episode, EpisodicMemory
 from agentmem.long_term.memory import MAX_CONTENT_CHARS, LongTermMemory
-from agentmem.long_term.qdrant_edge import QdrantEdgeStore
 from agentmem.long_term.ranking import RankingConfig, SearchMode
 from agentmem.long_term.records import (
     MEMORY_TYPES,
@@ -32,8 +32,6 @@ __all__ = [
     "MemoryRecord",
     "MemoryStore",
     "MemoryType",
-    "QdrantClientStore",
-    "QdrantEdgeStore",
     "RankingConfig",
     "RecordFilter",
     "RelatedConcept",
@@ -47,11 +45,12 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> object:
-    # QdrantClientStore needs the optional ``qdrant-client`` package: import it on first use.
-    if name == "QdrantClientStore":
-        from agentmem.long_term.qdrant_client import QdrantClientStore
-
-        return QdrantClientStore
-    msg = f"module {__name__!r} has no attribute {name!r}"
-    raise AttributeError(msg)
+# The Qdrant stores moved to agentmem.stores.qdrant (the tier reaches them only through
+# the MemoryStore protocol); the old names warn for one release.
+__getattr__ = moved_names(
+    __name__,
+    {
+        "QdrantEdgeStore": "agentmem.stores.qdrant.edge",
+        "QdrantClientStore": "agentmem.stores.qdrant.client",
+    },
+)

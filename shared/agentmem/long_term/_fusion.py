@@ -23,8 +23,6 @@ from collections.abc import Generator, Sequence
 from datetime import datetime
 from typing import Any, Literal, NamedTuple
 
-from agentmem.long_term import _qdrant_common as qc
-from agentmem.long_term._qdrant_base import Op, Steps
 from agentmem.long_term.ranking import (
     RankingConfig,
     above_floor,
@@ -35,6 +33,8 @@ from agentmem.long_term.ranking import (
 from agentmem.long_term.records import MemoryRecord, RecordFilter, Scope
 from agentmem.long_term.store import MemoryStore, ScoredRecord, SparseVector
 from agentmem.long_term.temporal import Window
+from agentmem.stores.qdrant import _common as qc
+from agentmem.stores.qdrant._base import Op, Steps
 
 __all__ = ["ScoreRequest", "arun_on_store", "fusion_plan", "qdrant_steps", "run_on_store"]
 

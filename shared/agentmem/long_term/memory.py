@@ -14,8 +14,9 @@ it into several memories.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -24,12 +25,10 @@ from pydantic import ValidationError
 from agentmem._pydantic import describe
 from agentmem.embeddings import Embedder
 from agentmem.errors import (
-    ConfigurationError,
     DimensionMismatchError,
     InvalidValueError,
     MemoryNotFoundError,
 )
-from agentmem.forgetting import ForgettingPolicy
 from agentmem.long_term._fusion import (
     Plan,
     arun_on_store,
@@ -37,7 +36,6 @@ from agentmem.long_term._fusion import (
     qdrant_steps,
     run_on_store,
 )
-from agentmem.long_term._qdrant_base import QdrantStoreBase
 from agentmem.long_term._validate import (
     MAX_CONTENT_CHARS,
     build_record,
@@ -51,6 +49,7 @@ from agentmem.long_term.records import MemoryRecord, RecordFilter, Scope
 from agentmem.long_term.store import MemoryStore, ScoredRecord, SparseVector
 from agentmem.long_term.temporal import date_terms, query_windows
 from agentmem.sparse import Bm25Encoder, SparseEncoder
+from agentmem.stores.qdrant._base import QdrantStoreBase
 from agentmem.types import utcnow
 
 __all__ = ["CONTEXT_KEY", "MAX_CONTENT_CHARS", "LongTermMemory", "index_text"]
@@ -90,7 +89,7 @@ class LongTermMemory:
     """Memories that outlive sessions, scoped to a user (and optionally agent and session).
 
     Args:
-        store: Where memories live (:class:`~agentmem.long_term.qdrant_edge.QdrantEdgeStore`
+        store: Where memories live (:class:`~agentmem.stores.qdrant.edge.QdrantEdgeStore`
             on disk by default through :meth:`open`).
         embedder: Dense embedder; its dimension must match the store's.
         user_id: Owner of the memories (required).
@@ -495,31 +494,60 @@ class LongTermMemory:
         """Async twin of :meth:`delete_memory`."""
         return await self.store.adelete(self.scope, [memory_id_of(memory_id)]) > 0
 
+    def delete_memories(self, memory_ids: Sequence[str]) -> int:
+        """Delete these memories in this scope; returns how many existed."""
+        ids = [memory_id_of(i) for i in memory_ids]
+        return self.store.delete(self.scope, ids) if ids else 0
+
+    async def adelete_memories(self, memory_ids: Sequence[str]) -> int:
+        """Async twin of :meth:`delete_memories`."""
+        ids = [memory_id_of(i) for i in memory_ids]
+        return await self.store.adelete(self.scope, ids) if ids else 0
+
     def forget_old_memories(self, days_threshold: float = 90, min_importance: float = 0.3) -> int:
         """Delete unpinned memories unused for ``days_threshold`` days and less important
         than ``min_importance``; returns how many were deleted (each one is logged).
 
         Age runs from the last access, else from creation. For retention scores,
-        capacity limits and dry runs, use :class:`agentmem.forgetting.ForgettingPolicy`.
+        capacity limits and dry runs, use :class:`agentmem.controller.ForgettingPolicy`.
         """
-        return self._age_policy(days_threshold, min_importance).apply(self).deleted
+        doomed = self._unused(self.all_records(), days_threshold, min_importance)
+        return self.delete_memories([r.id for r in doomed])
 
     async def aforget_old_memories(
         self, days_threshold: float = 90, min_importance: float = 0.3
     ) -> int:
         """Async twin of :meth:`forget_old_memories`."""
-        return (await self._age_policy(days_threshold, min_importance).aapply(self)).deleted
+        doomed = self._unused(await self.aall_records(), days_threshold, min_importance)
+        return await self.adelete_memories([r.id for r in doomed])
 
-    def _age_policy(self, days: float, min_importance: float) -> ForgettingPolicy:
-        try:
-            return ForgettingPolicy(
-                min_retention=None,
-                max_age_days=days,
-                keep_importance=min_importance,
-                clock=self._clock,
+    def _unused(
+        self, records: Sequence[MemoryRecord], days: float, min_importance: float
+    ) -> list[MemoryRecord]:
+        if not (math.isfinite(days) and days >= 0) or not 0 <= min_importance <= 1:
+            msg = (
+                "days_threshold must be >= 0 and min_importance in [0, 1], got "
+                f"{days!r} and {min_importance!r}"
             )
-        except ConfigurationError as exc:
-            raise InvalidValueError(str(exc)) from None
+            raise InvalidValueError(msg)
+        cutoff = self._clock() - timedelta(days=days)
+        doomed = [
+            r
+            for r in records
+            if not r.pinned
+            and r.importance < min_importance
+            and (r.last_accessed_at or r.created_at) < cutoff
+        ]
+        for r in doomed:
+            logger.info(
+                "forgot memory %s of user %r (unused since %s, importance %.2f): %.80r",
+                r.id,
+                r.scope.user_id,
+                (r.last_accessed_at or r.created_at).isoformat(),
+                r.importance,
+                r.content,
+            )
+        return doomed
 
     def all_records(self, filter: RecordFilter | None = None) -> list[MemoryRecord]:
         """Every record in this scope matching ``filter`` (default: history included)."""

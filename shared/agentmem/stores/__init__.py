@@ -1,4 +1,5 @@
-"""Session stores: where messages, summaries, watermarks and working memory live.
+"""Storage backends, below the tiers: session stores (messages, summaries, watermarks and
+working memory) and the long-term Qdrant stores (:mod:`agentmem.stores.qdrant`).
 
 Example:
     >>> from agentmem.stores import InMemorySessionStore, SessionStore
@@ -20,6 +21,8 @@ from agentmem.stores.sqlite import SQLiteSessionStore
 
 __all__ = [
     "InMemorySessionStore",
+    "QdrantClientStore",
+    "QdrantEdgeStore",
     "RedisSessionStore",
     "SQLiteSessionStore",
     "SessionStore",
@@ -38,5 +41,9 @@ def __getattr__(name: str) -> object:
         from agentmem.stores.redis import RedisSessionStore
 
         return RedisSessionStore
+    if name in ("QdrantEdgeStore", "QdrantClientStore"):
+        from agentmem.stores import qdrant
+
+        return getattr(qdrant, name)
     msg = f"module {__name__!r} has no attribute {name!r}"
     raise AttributeError(msg)

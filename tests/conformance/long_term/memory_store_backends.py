@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 from qdrant_client import QdrantClient
 
-from agentmem.long_term.qdrant_client import QdrantClientStore
-from agentmem.long_term.qdrant_edge import QdrantEdgeStore
 from agentmem.long_term.records import MemoryRecord, Scope
 from agentmem.long_term.store import MemoryStore, SparseVector
+from agentmem.stores.qdrant.client import QdrantClientStore
+from agentmem.stores.qdrant.edge import QdrantEdgeStore
 
 __all__ = [
     "DIM",

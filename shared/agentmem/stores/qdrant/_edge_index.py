@@ -61,7 +61,7 @@ __all__ = [
     "unindexed_points",
 ]
 
-logger = logging.getLogger("agentmem.long_term.qdrant_edge")
+logger = logging.getLogger("agentmem.stores.qdrant.edge")
 
 CURRENT_FILE = "CURRENT"
 _GEN_PREFIX = "gen-"
@@ -69,7 +69,7 @@ _GEN_PREFIX = "gen-"
 
 @dataclass(frozen=True)
 class AutoIndex:
-    """When a :class:`~agentmem.long_term.qdrant_edge.QdrantEdgeStore` rebuilds its index
+    """When a :class:`~agentmem.stores.qdrant.edge.QdrantEdgeStore` rebuilds its index
     by itself (the Edge counterpart of a Qdrant server's optimizer thresholds).
 
     Attributes:
@@ -201,7 +201,7 @@ def build_generation(
         [
             sys.executable,
             "-m",
-            "agentmem.long_term._edge_index",
+            "agentmem.stores.qdrant._edge_index",
             str(target),
             str(dimension),
             str(os.getpid()),
@@ -246,7 +246,7 @@ def _die_with_parent(parent: int) -> None:
 def _child(target: Path, dimension: int, source: IO[bytes]) -> None:
     import qdrant_edge as qe
 
-    from agentmem.long_term.qdrant_edge import create_shard
+    from agentmem.stores.qdrant._edge_shard import create_shard
 
     shard = create_shard(target, dimension, index_everything=True)
     try:
@@ -281,7 +281,7 @@ def export_vectors(vectors: Any) -> dict[str, Any]:
 
 
 def run_child(argv: list[str], read: Callable[[], IO[bytes]]) -> int:
-    """Entry point of the child (``python -m agentmem.long_term._edge_index``)."""
+    """Entry point of the child (``python -m agentmem.stores.qdrant._edge_index``)."""
     target, dimension, parent = Path(argv[0]), int(argv[1]), int(argv[2])
     _die_with_parent(parent)
     _child(target, dimension, read())

@@ -1,6 +1,6 @@
 """The files a Qdrant Edge shard directory must hold, checked before Edge opens it (private).
 
-A shard made by :class:`~agentmem.long_term.qdrant_edge.QdrantEdgeStore` always holds, from
+A shard made by :class:`~agentmem.stores.qdrant.edge.QdrantEdgeStore` always holds, from
 its creation on, a config file (``edge_config.json``), a ``segments/`` directory with at least
 one segment, and a write-ahead log (``wal/``). Edge itself notices only some damage (and then
 raises a bare ``Exception: Service runtime error``); other damage it silently takes for an

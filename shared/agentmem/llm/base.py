@@ -2,7 +2,7 @@
 
 A chat model is any object with ``complete(messages) -> str`` and
 ``async acomplete(messages) -> str``, where ``messages`` are OpenAI-style dicts
-(``{"role": ..., "content": ...}``). Adapters: :class:`agentmem.llm_openai.OpenAIChatModel`
+(``{"role": ..., "content": ...}``). Adapters: :class:`agentmem.llm.openai.OpenAIChatModel`
 (any OpenAI-compatible ``base_url``); LangChain and LlamaIndex models live in their packages.
 
 :func:`complete_json` turns a chat model into a typed extractor: it asks for one JSON object
@@ -396,7 +396,7 @@ def _require_method(llm: object, name: str) -> Callable[[ChatMessages], Any]:
     if not callable(method):
         msg = (
             f"{type(llm).__name__} has no {name}(messages) method; pass a ChatModel "
-            "(e.g. agentmem.llm_openai.OpenAIChatModel) or wrap your model in an adapter"
+            "(e.g. agentmem.llm.openai.OpenAIChatModel) or wrap your model in an adapter"
         )
         raise ConfigurationError(msg)
     return cast(Callable[[ChatMessages], Any], method)

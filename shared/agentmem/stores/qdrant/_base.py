@@ -16,9 +16,9 @@ from typing import Any, Literal, NamedTuple, TypeVar
 
 from agentmem._async import run_in_executor
 from agentmem.errors import InvalidValueError, MemoryNotFoundError, StoreClosedError
-from agentmem.long_term import _qdrant_common as qc
 from agentmem.long_term.records import MemoryRecord, RecordFilter, Scope
 from agentmem.long_term.store import Boost, ScoredRecord, SparseVector
+from agentmem.stores.qdrant import _common as qc
 
 __all__ = ["Op", "QdrantStoreBase", "Steps"]
 

@@ -1,0 +1,33 @@
+"""The memory controller: one user's tiers managed together.
+
+* :mod:`~agentmem.controller.manager`: :class:`MemoryManager`, the facade over the tiers;
+* :mod:`~agentmem.controller.consolidation`: short-term into long-term;
+* :mod:`~agentmem.controller.conflicts`: new memories against old ones;
+* :mod:`~agentmem.controller.forgetting`: what goes, by policy;
+* :mod:`~agentmem.controller.retrieval`: recall by several strategies;
+* :mod:`~agentmem.controller.scheduler`: background consolidation jobs.
+
+Example:
+    >>> from agentmem.controller import ForgettingPolicy
+    >>> ForgettingPolicy(max_age_days=30.0).max_age_days
+    30.0
+"""
+
+from agentmem.controller.conflicts import ConflictDecision, ConflictResolver
+from agentmem.controller.consolidation import ConsolidationReport, MemoryConsolidator
+from agentmem.controller.forgetting import ForgettingPolicy, ForgettingReport
+from agentmem.controller.manager import MemoryManager
+from agentmem.controller.retrieval import MemoryRetriever
+from agentmem.controller.scheduler import ConsolidationQueue
+
+__all__ = [
+    "ConflictDecision",
+    "ConflictResolver",
+    "ConsolidationQueue",
+    "ConsolidationReport",
+    "ForgettingPolicy",
+    "ForgettingReport",
+    "MemoryConsolidator",
+    "MemoryManager",
+    "MemoryRetriever",
+]

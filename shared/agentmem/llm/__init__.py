@@ -1,0 +1,23 @@
+"""Chat models: the protocol agentmem needs and validated JSON completion.
+
+* :mod:`~agentmem.llm.base`: :class:`ChatModel`, :class:`StructuredChatModel`,
+  :func:`complete_json` and :func:`acomplete_json`;
+* :mod:`~agentmem.llm.openai`: :class:`~agentmem.llm.openai.OpenAIChatModel` (needs the
+  ``openai`` extra; imported on first use).
+
+LangChain and LlamaIndex chat models are adapted in their own packages.
+
+Example:
+    >>> from agentmem.llm import ChatModel
+    >>> class Echo:
+    ...     def complete(self, messages):
+    ...         return messages[-1]["content"]
+    ...     async def acomplete(self, messages):
+    ...         return messages[-1]["content"]
+    >>> isinstance(Echo(), ChatModel)
+    True
+"""
+
+from agentmem.llm.base import ChatModel, StructuredChatModel, acomplete_json, complete_json
+
+__all__ = ["ChatModel", "StructuredChatModel", "acomplete_json", "complete_json"]

@@ -1,0 +1,51 @@
+"""The schema of an agentmem Qdrant Edge shard: vectors, optimizer settings, payload indexes.
+
+Shared by the live store (:mod:`agentmem.stores.qdrant.edge`) and the index builder's
+child process (:mod:`agentmem.stores.qdrant._edge_index`), which creates the rebuilt
+generation with the same schema.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import qdrant_edge as qe
+
+from agentmem.long_term.store import DENSE_VECTOR, SPARSE_VECTOR
+from agentmem.stores.qdrant import _common as qc
+
+__all__ = ["create_indexes", "create_shard", "shard_schema"]
+
+
+def create_shard(path: Path, dimension: int, *, index_everything: bool = False) -> qe.EdgeShard:
+    """A new, empty shard at ``path`` with agentmem's schema and payload indexes.
+
+    ``index_everything`` (a rebuilt generation) makes ``optimize()`` index every segment,
+    however small; otherwise Edge leaves segments under about 10 MB of vectors unindexed.
+    """
+    shard = qe.EdgeShard.create(
+        str(path), shard_schema(dimension, index_everything=index_everything)
+    )
+    create_indexes(shard)
+    return shard
+
+
+def shard_schema(dimension: int, *, index_everything: bool = False) -> qe.EdgeConfig:
+    optimizers = qe.EdgeOptimizersConfig(indexing_threshold=1) if index_everything else None
+    return qe.EdgeConfig(
+        vectors={DENSE_VECTOR: qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine)},
+        sparse_vectors={SPARSE_VECTOR: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+        optimizers=optimizers,
+    )
+
+
+def create_indexes(shard: qe.EdgeShard) -> None:
+    existing = set(shard.info().payload_schema)
+    schemas: list[tuple[str, Any]] = [(qc.TENANT_FIELD, qe.KeywordIndexParams(is_tenant=True))]
+    schemas += [(k, qe.PayloadSchemaType.Keyword) for k in qc.KEYWORD_FIELDS]
+    schemas += [(k, qe.PayloadSchemaType.Bool) for k in qc.BOOL_FIELDS]
+    schemas += [(k, qe.PayloadSchemaType.Float) for k in qc.FLOAT_FIELDS]
+    for name, schema in schemas:
+        if name not in existing:
+            shard.update(qe.UpdateOperation.create_field_index(name, schema))

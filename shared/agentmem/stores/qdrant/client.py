@@ -1,0 +1,383 @@
+"""Long-term memories in Qdrant through ``qdrant-client``: a server, a cluster, or local mode.
+
+Same collection schema as the Edge store (named dense ``"dense"``, sparse ``"bm25"`` with
+``Modifier.IDF``, payload indexes with ``is_tenant`` on ``user_id``), so memories can move
+between the two.
+
+Async twins: pass ``async_client=`` (an :class:`~qdrant_client.AsyncQdrantClient` on the same
+server) and they run natively on it. Otherwise they run the sync client in a worker thread
+(``agentmem._async.run_in_executor``). In local mode (``":memory:"`` or a path) a sync and an
+async client never share data, so there the sync client serves both.
+
+Example:
+    >>> from qdrant_client import QdrantClient
+    >>> from agentmem.long_term.records import MemoryRecord, Scope
+    >>> from agentmem.long_term.store import SparseVector
+    >>> store = QdrantClientStore(QdrantClient(":memory:"), dimension=2)
+    >>> rec = MemoryRecord.new("likes tea", "semantic", scope=Scope(user_id="bob"))
+    >>> store.upsert([rec], [[0.0, 1.0]], [SparseVector([3], [1.0])])
+    >>> store.count(Scope(user_id="bob"))
+    1
+    >>> store.close()
+"""
+
+from __future__ import annotations
+
+import threading
+from types import TracebackType
+from typing import Any
+
+from qdrant_client import AsyncQdrantClient, QdrantClient
+from qdrant_client import models as m
+
+from agentmem.errors import ConfigurationError
+from agentmem.long_term.store import DENSE_VECTOR, SPARSE_VECTOR
+from agentmem.stores.qdrant import _common as qc
+from agentmem.stores.qdrant._base import QdrantStoreBase, Steps, T
+
+__all__ = ["QdrantClientStore"]
+
+
+class QdrantClientStore(QdrantStoreBase):
+    """A :class:`~agentmem.long_term.store.MemoryStore` on a Qdrant collection.
+
+    Args:
+        client: A ready :class:`QdrantClient` (the store does not close an injected client).
+        async_client: A ready :class:`AsyncQdrantClient` on the same server, for native async.
+        collection: Collection name; created with the schema when missing.
+        dimension: Size of the dense vectors (the embedder's dimension). An existing
+            collection of another size raises :class:`~agentmem.errors.DimensionMismatchError`.
+        url: Server URL, when no client is given (``api_key`` goes with it).
+        api_key: API key for ``url``.
+        location: ``":memory:"`` (tests) or another qdrant-client location, when no client
+            and no url is given.
+    """
+
+    def __init__(
+        self,
+        client: QdrantClient | None = None,
+        *,
+        async_client: AsyncQdrantClient | None = None,
+        collection: str = "agentmem_memories",
+        dimension: int,
+        url: str | None = None,
+        api_key: str | None = None,
+        location: str | None = None,
+    ) -> None:
+        if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1:
+            msg = f"dimension must be a positive integer, got {dimension!r}"
+            raise ConfigurationError(msg)
+        if client is not None and (url is not None or location is not None):
+            msg = "pass either client= or url=/location=, not both"
+            raise ConfigurationError(msg)
+        self._owns_client = client is None
+        self._owns_async = False
+        if client is None:
+            if url is None and location is None:
+                msg = "QdrantClientStore needs client=, url= or location= (':memory:' for tests)"
+                raise ConfigurationError(msg)
+            client = QdrantClient(url=url, api_key=api_key) if url else QdrantClient(location)
+            if url and async_client is None:
+                async_client = AsyncQdrantClient(url=url, api_key=api_key)
+                self._owns_async = True
+        self._client = client
+        self._async = async_client
+        self._native_async = async_client is not None
+        self._collection = collection
+        self._dimension = dimension
+        options: dict[str, Any] = getattr(client, "init_options", {}) or {}
+        # Local mode has no payload indexes and always searches exactly; asking warns.
+        self._local = options.get("location") == ":memory:" or options.get("path") is not None
+        if self._local and async_client is not None:
+            msg = (
+                "a local-mode QdrantClient and an AsyncQdrantClient never share data; pass "
+                "only client= (async methods then run it in a worker thread)"
+            )
+            raise ConfigurationError(msg)
+        # qdrant-client's local mode is plain Python without locking: concurrent calls from
+        # threads corrupt its in-memory indexes (an IndexError inside its payload filters was
+        # seen with 8 writer threads), so this store serializes them. Servers need no lock.
+        self._local_lock: threading.RLock | None = threading.RLock() if self._local else None
+        self._ensure_collection()
+        self._backfill_spaces()
+
+    def _run(self, steps: Steps[T]) -> T:
+        if self._local_lock is None:
+            return super()._run(steps)
+        with self._local_lock:
+            return super()._run(steps)
+
+    @property
+    def collection(self) -> str:
+        """Name of the Qdrant collection."""
+        return self._collection
+
+    def _ensure_collection(self) -> None:
+        where = f"Qdrant collection {self._collection!r}"
+        if self._client.collection_exists(self._collection):
+            vectors = self._client.get_collection(self._collection).config.params.vectors
+            if not isinstance(vectors, dict) or DENSE_VECTOR not in vectors:
+                msg = f"{where} has no {DENSE_VECTOR!r} dense vector; it was not made by agentmem"
+                raise ConfigurationError(msg)
+            qc.check_dimension(vectors[DENSE_VECTOR].size, self._dimension, where)
+        else:
+            self._client.create_collection(
+                self._collection,
+                vectors_config={
+                    DENSE_VECTOR: m.VectorParams(size=self._dimension, distance=m.Distance.COSINE)
+                },
+                sparse_vectors_config={
+                    SPARSE_VECTOR: m.SparseVectorParams(modifier=m.Modifier.IDF)
+                },
+            )
+        if self._local:
+            return
+        schemas: list[tuple[str, Any]] = [
+            (qc.TENANT_FIELD, m.KeywordIndexParams(type=m.KeywordIndexType.KEYWORD, is_tenant=True))
+        ]
+        schemas += [(k, m.PayloadSchemaType.KEYWORD) for k in qc.KEYWORD_FIELDS]
+        schemas += [(k, m.PayloadSchemaType.BOOL) for k in qc.BOOL_FIELDS]
+        schemas += [(k, m.PayloadSchemaType.FLOAT) for k in qc.FLOAT_FIELDS]
+        existing = self._client.get_collection(self._collection).payload_schema
+        for name, schema in schemas:
+            if name not in existing:
+                self._client.create_payload_index(self._collection, name, schema, wait=True)
+
+    def close(self) -> None:
+        """Release the store (closes clients it built; injected clients stay open)."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._owns_client:
+            self._client.close()
+
+    async def aclose(self) -> None:
+        """Async twin of :meth:`close`."""
+        self.close()
+        if self._owns_async and self._async is not None:
+            await self._async.close()
+
+    def __enter__(self) -> QdrantClientStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        name, dim = self._collection, self._dimension
+        return f"QdrantClientStore(collection={name!r}, dimension={dim}, {state})"
+
+    # -- request building ----------------------------------------------------------------
+
+    def _query_kwargs(self, spec: qc.QuerySpec) -> dict[str, Any]:
+        flt = _filter(spec.conditions)
+        params = m.SearchParams(exact=True) if spec.exact and not self._local else None
+        nearest: list[tuple[Any, str]] = []
+        if spec.dense is not None:
+            nearest.append((spec.dense, DENSE_VECTOR))
+        if spec.sparse is not None:
+            sparse = m.SparseVector(indices=spec.sparse.indices, values=spec.sparse.values)
+            nearest.append((sparse, SPARSE_VECTOR))
+        prefetch: m.Prefetch | None = None
+        if len(nearest) == 2:
+            prefetch = m.Prefetch(
+                query=m.RrfQuery(rrf=m.Rrf(k=qc.RRF_K)),
+                prefetch=[
+                    m.Prefetch(query=q, using=u, limit=spec.candidates, filter=flt, params=params)
+                    for q, u in nearest
+                ],
+                limit=spec.candidates,
+            )
+        if spec.boost is not None:
+            if prefetch is None:
+                q, u = nearest[0]
+                prefetch = m.Prefetch(
+                    query=q, using=u, limit=spec.candidates, filter=flt, params=params
+                )
+            return {"prefetch": [prefetch], "query": _formula(spec.boost), "limit": spec.limit}
+        if prefetch is not None:
+            return {"prefetch": prefetch.prefetch, "query": prefetch.query, "limit": spec.limit}
+        q, u = nearest[0]
+        return {
+            "query": q,
+            "using": u,
+            "query_filter": flt,
+            "search_params": params,
+            "limit": spec.limit,
+        }
+
+    def _scroll_kwargs(
+        self,
+        conds: tuple[qc.Condition, ...],
+        limit: int,
+        offset: str | None,
+        order: qc.OrderSpec | None,
+    ) -> dict[str, Any]:
+        return {
+            "scroll_filter": _filter(conds),
+            "limit": limit,
+            "offset": offset,
+            "with_payload": True,
+            "with_vectors": False,
+            "order_by": None
+            if order is None
+            else m.OrderBy(key=order.key, direction=m.Direction.DESC, start_from=order.start),
+        }
+
+    # -- backend operations (sync) -------------------------------------------------------
+
+    def _op_upsert(self, points: list[qc.PointData]) -> None:
+        self._client.upsert(self._collection, _points(points), wait=True)
+
+    def _op_retrieve(self, ids: list[str]) -> list[qc.Hit]:
+        rows = self._client.retrieve(self._collection, ids, with_payload=True, with_vectors=False)
+        return [qc.Hit(str(r.id), 0.0, dict(r.payload or {})) for r in rows]
+
+    def _op_delete(self, ids: list[str]) -> None:
+        self._client.delete(self._collection, m.PointIdsList(points=list(ids)), wait=True)
+
+    def _op_set_payload(self, patches: list[qc.Patch]) -> None:
+        for p in patches:
+            if p.set:
+                self._client.set_payload(self._collection, p.set, points=[p.id], wait=True)
+            if p.unset:
+                self._client.delete_payload(self._collection, p.unset, points=[p.id], wait=True)
+
+    def _op_query(self, spec: qc.QuerySpec) -> list[qc.Hit]:
+        res = self._client.query_points(
+            self._collection, with_payload=spec.with_payload, **self._query_kwargs(spec)
+        )
+        return _hits(res.points)
+
+    def _op_scroll(
+        self,
+        conds: tuple[qc.Condition, ...],
+        limit: int,
+        offset: str | None,
+        order: qc.OrderSpec | None,
+    ) -> tuple[list[qc.Hit], str | None]:
+        rows, nxt = self._client.scroll(
+            self._collection, **self._scroll_kwargs(conds, limit, offset, order)
+        )
+        return _rows(rows), None if nxt is None else str(nxt)
+
+    def _op_count(self, conds: tuple[qc.Condition, ...]) -> int:
+        res = self._client.count(self._collection, count_filter=_filter(conds), exact=True)
+        return int(res.count)
+
+    # -- backend operations (async, used only with an async client) ------------------------
+
+    async def _aop_upsert(self, points: list[qc.PointData]) -> None:
+        await self._aclient.upsert(self._collection, _points(points), wait=True)
+
+    async def _aop_retrieve(self, ids: list[str]) -> list[qc.Hit]:
+        rows = await self._aclient.retrieve(
+            self._collection, ids, with_payload=True, with_vectors=False
+        )
+        return [qc.Hit(str(r.id), 0.0, dict(r.payload or {})) for r in rows]
+
+    async def _aop_delete(self, ids: list[str]) -> None:
+        await self._aclient.delete(self._collection, m.PointIdsList(points=list(ids)), wait=True)
+
+    async def _aop_set_payload(self, patches: list[qc.Patch]) -> None:
+        for p in patches:
+            if p.set:
+                await self._aclient.set_payload(self._collection, p.set, points=[p.id], wait=True)
+            if p.unset:
+                await self._aclient.delete_payload(
+                    self._collection, p.unset, points=[p.id], wait=True
+                )
+
+    async def _aop_query(self, spec: qc.QuerySpec) -> list[qc.Hit]:
+        res = await self._aclient.query_points(
+            self._collection, with_payload=spec.with_payload, **self._query_kwargs(spec)
+        )
+        return _hits(res.points)
+
+    async def _aop_scroll(
+        self,
+        conds: tuple[qc.Condition, ...],
+        limit: int,
+        offset: str | None,
+        order: qc.OrderSpec | None,
+    ) -> tuple[list[qc.Hit], str | None]:
+        rows, nxt = await self._aclient.scroll(
+            self._collection, **self._scroll_kwargs(conds, limit, offset, order)
+        )
+        return _rows(rows), None if nxt is None else str(nxt)
+
+    async def _aop_count(self, conds: tuple[qc.Condition, ...]) -> int:
+        res = await self._aclient.count(self._collection, count_filter=_filter(conds), exact=True)
+        return int(res.count)
+
+    @property
+    def _aclient(self) -> AsyncQdrantClient:
+        if self._async is None:  # unreachable: _native_async is False without one
+            msg = "no async client"
+            raise ConfigurationError(msg)
+        return self._async
+
+
+def _points(points: list[qc.PointData]) -> list[m.PointStruct]:
+    return [
+        m.PointStruct(
+            id=p.id,
+            vector={
+                DENSE_VECTOR: p.dense,
+                SPARSE_VECTOR: m.SparseVector(indices=p.sparse.indices, values=p.sparse.values),
+            },
+            payload=p.payload,
+        )
+        for p in points
+    ]
+
+
+def _hits(points: list[m.ScoredPoint]) -> list[qc.Hit]:
+    return [qc.Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in points]
+
+
+def _rows(rows: list[m.Record]) -> list[qc.Hit]:
+    return [qc.Hit(str(r.id), float(r.order_value or 0.0), dict(r.payload or {})) for r in rows]
+
+
+def _condition(cond: qc.Condition) -> m.Condition:
+    if isinstance(cond, qc.HasIds):
+        return m.HasIdCondition(has_id=list(cond.ids))
+    if isinstance(cond, qc.Range):
+        return m.FieldCondition(key=cond.key, range=m.Range(gte=cond.gte, lt=cond.lt))
+    if isinstance(cond, qc.IsEmpty):
+        return m.IsEmptyCondition(is_empty=m.PayloadField(key=cond.key))
+    if len(cond.values) == 1:
+        return m.FieldCondition(key=cond.key, match=m.MatchValue(value=cond.values[0]))
+    return m.FieldCondition(key=cond.key, match=m.MatchAny(any=list(cond.values)))  # type: ignore[arg-type]
+
+
+def _filter(conds: tuple[qc.Condition, ...]) -> m.Filter:
+    return m.Filter(must=[_condition(c) for c in conds])
+
+
+def _formula(boost: qc.BoostSpec) -> m.FormulaQuery:
+    """Same formula as the Edge store (see ``qdrant_edge._formula``)."""
+    last = m.MaxExpression(max=["created_ts", "last_accessed_ts"])
+    age = m.SumExpression(sum=[boost.now_ts, m.NegExpression(neg=last)])
+    recency = m.PowExpression(
+        pow=m.PowParams(
+            base=0.5, exponent=m.DivExpression(div=m.DivParams(left=age, right=boost.half_life_s))
+        )
+    )
+    return m.FormulaQuery(
+        formula=m.SumExpression(
+            sum=[
+                "$score",
+                m.MultExpression(mult=[boost.importance_weight, "importance"]),
+                m.MultExpression(mult=[boost.recency_weight, recency]),
+            ]
+        ),
+        defaults={"last_accessed_ts": 0.0, "created_ts": 0.0, "importance": 0.5},
+    )

@@ -1,0 +1,557 @@
+"""Long-term memories in Qdrant Edge: the Qdrant engine in-process, on disk (the default).
+
+One directory holds one shard: HNSW on the named dense vector ``"dense"``, a BM25 sparse
+vector ``"bm25"`` with the IDF modifier, payload indexes on the scope fields (``user_id`` is
+the tenant key), and a write-ahead log.
+
+Durability: every write goes to Edge's WAL before it returns, so a killed process loses
+nothing it was told was written; segments are flushed on :meth:`QdrantEdgeStore.close` (and
+by :meth:`QdrantEdgeStore.flush`). Flushing after every write would cost ~40 ms per call on
+this machine and add no safety against a crash, only a faster reopen.
+
+Indexing needs no manual step: once :attr:`AutoIndex.min_unindexed` points are searched
+without the HNSW index (20,000 by default), the store rebuilds its index in a child process
+and swaps it in (see :mod:`agentmem.stores.qdrant._edge_index` for why not in-process, and for
+crash safety); :meth:`QdrantEdgeStore.optimize` still builds it now, in-process.
+
+One process at a time: the store takes an exclusive ``flock`` on ``<path>/agentmem.lock``;
+a second opener gets :class:`~agentmem.errors.StoreLockedError`.
+
+Damage: a shard whose files are partly gone (config without segments or WAL, or the
+reverse) or that Edge cannot load (a truncated WAL or segment) raises
+:class:`~agentmem.errors.StoreCorruptedError` at open, naming the path and the recovery;
+the lock is released and nothing is written. Several processes sharing
+memories should use :class:`~agentmem.stores.qdrant.client.QdrantClientStore` with a
+Qdrant server.
+
+Example:
+    >>> import tempfile
+    >>> from agentmem.long_term.records import MemoryRecord, Scope
+    >>> from agentmem.long_term.store import SparseVector
+    >>> with QdrantEdgeStore(tempfile.mkdtemp(), dimension=3) as store:
+    ...     rec = MemoryRecord.new("tabs, not spaces", "semantic", scope=Scope(user_id="alice"))
+    ...     store.upsert([rec], [[1.0, 0.0, 0.0]], [SparseVector([7], [1.0])])
+    ...     [hit.record.content for hit in store.search(Scope(user_id="alice"), dense=[1, 0, 0])]
+    ['tabs, not spaces']
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any
+
+import numpy as np
+import qdrant_edge as qe
+
+from agentmem._async import run_in_executor
+from agentmem.errors import ConfigurationError, StoreClosedError, StoreError, StoreLockedError
+from agentmem.long_term.store import DENSE_VECTOR, SPARSE_VECTOR
+from agentmem.stores.qdrant import _common as qc
+from agentmem.stores.qdrant._base import QdrantStoreBase, Steps, T
+from agentmem.stores.qdrant._edge_files import CONFIG_FILE, corrupted, edge_errors, shard_state
+from agentmem.stores.qdrant._edge_index import (
+    AutoIndex,
+    build_generation,
+    current_generation,
+    drop_stale_generations,
+    export_vectors,
+    next_generation,
+    set_current_generation,
+    unindexed_points,
+)
+from agentmem.stores.qdrant._edge_shard import create_indexes, create_shard, shard_schema
+
+__all__ = ["AutoIndex", "QdrantEdgeStore", "create_shard"]
+
+logger = logging.getLogger(__name__)
+_EXPORT_PAGE = 512
+_FINAL_REPLAY = 32  # journal entries replayed under the store's lock at the swap
+
+LOCK_FILE = "agentmem.lock"
+
+
+class QdrantEdgeStore(QdrantStoreBase):
+    """A :class:`~agentmem.long_term.store.MemoryStore` on a Qdrant Edge shard directory.
+
+    Args:
+        path: Directory of the shard; created (with the schema) when it holds no shard yet.
+        dimension: Size of the dense vectors (the embedder's dimension). An existing shard
+            made with another size raises :class:`~agentmem.errors.DimensionMismatchError`.
+        auto_index: When to rebuild the vector index in the background (default
+            :class:`AutoIndex`: after 20,000 unindexed points; ``AutoIndex(enabled=False)``
+            turns it off).
+
+    Raises:
+        StoreLockedError: Another process (or another open store) holds ``path``.
+        DimensionMismatchError: The shard at ``path`` holds vectors of another size.
+        StoreCorruptedError: The shard at ``path`` is damaged (files missing or unreadable).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        dimension: int,
+        auto_index: AutoIndex | None = None,
+    ) -> None:
+        if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1:
+            msg = f"dimension must be a positive integer, got {dimension!r}"
+            raise ConfigurationError(msg)
+        self._path = Path(path)
+        self._dimension = dimension
+        self._auto = auto_index if auto_index is not None else AutoIndex()
+        self._mutex = threading.RLock()
+        self._journal: list[tuple[str, tuple[Any, ...]]] | None = None
+        self._since_check = 0
+        self._rebuild: threading.Thread | None = None
+        self._child: subprocess.Popen[bytes] | None = None
+        self._path.mkdir(parents=True, exist_ok=True)
+        self._lock_file = _lock(self._path)
+        try:
+            drop_stale_generations(self._path)
+            self._shard_dir = current_generation(self._path)
+            if not self._shard_dir.is_dir():
+                problem = f"{self._shard_dir.name}, named live by CURRENT, is missing"
+                raise corrupted(self._path, problem)
+            self._shard = self._open_shard()
+            try:
+                with edge_errors(self._path, "update"):
+                    self._backfill_spaces()
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    self._shard.close()
+                raise
+        except BaseException:
+            _unlock(self._lock_file)
+            raise
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        dimension: int,
+        auto_index: AutoIndex | None = None,
+    ) -> QdrantEdgeStore:
+        """Open (or create) the store at ``path``; same as the constructor."""
+        return cls(path, dimension=dimension, auto_index=auto_index)
+
+    @property
+    def path(self) -> Path:
+        """The shard directory."""
+        return self._path
+
+    def _open_shard(self) -> qe.EdgeShard:
+        where = self._shard_dir
+        if shard_state(where) == "empty":
+            with edge_errors(where, "create"):
+                shard = qe.EdgeShard.create(str(where), shard_schema(self._dimension))
+        else:
+            stored = _stored_dimension(where / CONFIG_FILE)
+            qc.check_dimension(stored, self._dimension, f"the Qdrant Edge store at {self._path}")
+            with edge_errors(where, "load"):
+                shard = qe.EdgeShard.load(str(where))
+        try:
+            with edge_errors(self._path, "index"):
+                if set(_CONFIG_KEYS) - set(shard.info().payload_schema):
+                    create_indexes(shard)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                shard.close()
+            raise
+        return shard
+
+    def optimize(self) -> bool:
+        """Build the HNSW and payload indexes of new segments now, in this process.
+
+        Blocking, and qdrant-edge-py holds the GIL meanwhile: the whole process waits (tens
+        of seconds at 50,000 points). The store also does this by itself, in a child process
+        (see ``auto_index``); call this when you want the index now, e.g. after a large
+        import before serving. Returns whether anything was optimized.
+        """
+        with self._mutex:
+            self._check_open()
+            return bool(self._shard.optimize())
+
+    def flush(self) -> None:
+        """Write pending segment changes to disk (the WAL already holds every write)."""
+        with self._mutex:
+            self._check_open()
+            self._shard.flush()
+
+    def close(self) -> None:
+        """Flush, close the shard and release the lock. Further use raises StoreClosedError.
+
+        A background index rebuild still running is stopped (its work is dropped; the live
+        shard is complete without it)."""
+        with self._mutex:
+            if self._closed:
+                return
+            self._closed = True
+            if self._child is not None:
+                self._child.kill()
+        try:
+            with self._mutex:
+                self._shard.flush()
+                self._shard.close()
+        finally:
+            rebuild = self._rebuild
+            if rebuild is not None and rebuild is not threading.current_thread():
+                rebuild.join()  # it sees the store closed, drops its work and ends
+            _unlock(self._lock_file)
+
+    @property
+    def indexing(self) -> bool:
+        """Whether a background index rebuild is running."""
+        rebuild = self._rebuild
+        return rebuild is not None and rebuild.is_alive()
+
+    def wait_for_index(self, timeout: float | None = None) -> None:
+        """Wait until a running background index rebuild has finished (or ``timeout``)."""
+        rebuild = self._rebuild
+        if rebuild is not None:
+            rebuild.join(timeout)
+
+    async def aclose(self) -> None:
+        """Async twin of :meth:`close` (the flush runs in a worker thread)."""
+        await run_in_executor(self.close)
+
+    def __enter__(self) -> QdrantEdgeStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return f"QdrantEdgeStore({str(self._path)!r}, dimension={self._dimension}, {state})"
+
+    def _run(self, steps: Steps[T]) -> T:
+        with self._mutex:
+            try:
+                return super()._run(steps)
+            except Exception as exc:
+                if type(exc) is not Exception:  # ours, or a builtin with a meaning
+                    raise
+                # qdrant_edge reports every engine failure as a plain Exception.
+                msg = f"Qdrant Edge at {self._path} failed: {exc}"
+                raise StoreError(msg) from exc
+
+    # -- background index rebuild (see agentmem.stores.qdrant._edge_index) ----------------
+
+    def _note_write(self, op: str, args: tuple[Any, ...], points: int) -> None:
+        """After each write the live shard accepted (under the mutex): journal it while a
+        rebuild runs, and start a rebuild once enough points are unindexed."""
+        if self._journal is not None:
+            self._journal.append((op, args))
+        if not self._auto.enabled or self.indexing:
+            return
+        self._since_check += points
+        if self._since_check < self._auto.check_every:
+            return
+        self._since_check = 0
+        info = self._shard.info()
+        unindexed = unindexed_points(info.points_count, info.indexed_vectors_count)
+        if not self._auto.due(unindexed, info.points_count):
+            return
+        self._journal = []
+        self._rebuild = threading.Thread(
+            target=self._rebuild_index, name="agentmem-edge-index", daemon=True
+        )
+        self._rebuild.start()
+
+    def _set_child(self, child: subprocess.Popen[bytes]) -> None:
+        with self._mutex:
+            self._child = child
+            if self._closed:
+                child.kill()
+
+    def _export_pages(self) -> Iterator[list[tuple[str, dict[str, Any], dict[str, Any]]]]:
+        offset: Any = None
+        while True:
+            with self._mutex:
+                self._check_open()
+                rows, offset = self._shard.scroll(
+                    qe.ScrollRequest(
+                        offset=offset, limit=_EXPORT_PAGE, with_payload=True, with_vector=True
+                    )
+                )
+            yield [(str(r.id), export_vectors(r.vector), dict(r.payload or {})) for r in rows]
+            if offset is None:
+                return
+
+    def _rebuild_index(self) -> None:
+        target = next_generation(self._path)
+        swapped = False
+        new: qe.EdgeShard | None = None
+        started = time.monotonic()
+        try:
+            build_generation(
+                target, self._dimension, self._export_pages(), on_start=self._set_child
+            )
+            built = time.monotonic()
+            with edge_errors(target, "load"):
+                new = qe.EdgeShard.load(str(target))
+            # Catch up with the writes made meanwhile without holding the store: replay the
+            # journal in rounds while it keeps growing, and only its tail under the lock.
+            replayed = 0
+            while True:
+                with self._mutex:
+                    self._check_open()
+                    batch, self._journal = self._journal or [], []
+                if len(batch) <= _FINAL_REPLAY:
+                    break
+                for op, args in batch:  # absolute writes: replaying them is exact
+                    _apply(new, op, args)
+                replayed += len(batch)
+            with self._mutex:
+                self._check_open()
+                paused_from = time.monotonic()
+                tail, self._journal = [*batch, *(self._journal or [])], None
+                for op, args in tail:
+                    _apply(new, op, args)  # each in Edge's WAL before it returns: durable
+                set_current_generation(self._path, target)
+                swapped = True
+                old, self._shard, self._shard_dir = self._shard, new, target
+                paused = time.monotonic() - paused_from
+            with contextlib.suppress(Exception):
+                old.close()  # nobody uses it any more; its flush need not hold anyone up
+            drop_stale_generations(self._path)
+            logger.info(
+                "rebuilt the vector index of %s in the background in %.1f s, caught up with "
+                "%d writes made meanwhile; callers paused %.3f s for the swap",
+                self._path,
+                built - started,
+                replayed + len(tail),
+                paused,
+            )
+        except StoreClosedError:
+            pass  # closed meanwhile: the live shard is complete without this rebuild
+        except Exception:
+            if self._closed:  # the close killed the builder: nothing to report
+                logger.debug("background index rebuild of %s stopped by close()", self._path)
+                return
+            logger.exception(
+                "background index rebuild of %s failed; the live shard is unchanged and "
+                "complete, and the rebuild is retried after more writes",
+                self._path,
+            )
+        finally:
+            with self._mutex:
+                self._journal = None
+                self._child = None
+            if not swapped:
+                if new is not None:
+                    with contextlib.suppress(Exception):
+                        new.close()
+                shutil.rmtree(target, ignore_errors=True)
+
+    # -- backend operations ------------------------------------------------------------
+
+    def _op_upsert(self, points: list[qc.PointData]) -> None:
+        _apply(self._shard, "upsert", (points,))
+        self._note_write("upsert", (points,), len(points))
+
+    def _op_retrieve(self, ids: list[str]) -> list[qc.Hit]:
+        rows = self._shard.retrieve(list(ids), with_payload=True, with_vector=False)
+        return [qc.Hit(str(r.id), 0.0, dict(r.payload or {})) for r in rows]
+
+    def _op_delete(self, ids: list[str]) -> None:
+        _apply(self._shard, "delete", (ids,))
+        self._note_write("delete", (ids,), len(ids))
+
+    def _op_set_payload(self, patches: list[qc.Patch]) -> None:
+        _apply(self._shard, "set_payload", (patches,))
+        self._note_write("set_payload", (patches,), 0)
+
+    def _op_query(self, spec: qc.QuerySpec) -> list[qc.Hit]:
+        flt = _filter(spec.conditions)
+        params = qe.SearchParams(exact=True) if spec.exact else None
+        nearest = []
+        if spec.dense is not None:
+            nearest.append(qe.Query.Nearest(spec.dense, using=DENSE_VECTOR))
+        if spec.sparse is not None:
+            sparse = qe.SparseVector(spec.sparse.indices, spec.sparse.values)
+            nearest.append(qe.Query.Nearest(sparse, using=SPARSE_VECTOR))
+        query: Any
+        prefetches: list[qe.Prefetch] | None = None
+        if len(nearest) == 2:
+            query = qe.Fusion.Rrf(k=qc.RRF_K)
+            prefetches = [
+                qe.Prefetch(spec.candidates, query=q, params=params, filter=flt) for q in nearest
+            ]
+        else:
+            query = nearest[0]
+        if spec.boost is not None:
+            if prefetches is None:
+                inner = qe.Prefetch(spec.candidates, query=query, params=params, filter=flt)
+            else:
+                inner = qe.Prefetch(spec.candidates, query=query, prefetches=prefetches)
+            prefetches, query = [inner], _formula(spec.boost)
+        request = qe.QueryRequest(
+            limit=spec.limit,
+            query=query,
+            prefetches=prefetches,
+            filter=flt if prefetches is None else None,
+            params=params if prefetches is None else None,
+            with_payload=spec.with_payload,
+            with_vector=False,
+        )
+        return [
+            qc.Hit(str(p.id), float(p.score), dict(p.payload or {}))
+            for p in self._shard.query(request)
+        ]
+
+    def _op_scroll(
+        self,
+        conds: tuple[qc.Condition, ...],
+        limit: int,
+        offset: str | None,
+        order: qc.OrderSpec | None,
+    ) -> tuple[list[qc.Hit], str | None]:
+        order_by = (
+            None
+            if order is None
+            else qe.OrderBy(order.key, direction=qe.Direction.Desc, start_from=order.start)
+        )
+        rows, nxt = self._shard.scroll(
+            qe.ScrollRequest(
+                offset=offset,
+                limit=limit,
+                filter=_filter(conds),
+                with_payload=True,
+                with_vector=False,
+                order_by=order_by,
+            )
+        )
+        hits = [qc.Hit(str(r.id), float(r.order_value or 0.0), dict(r.payload or {})) for r in rows]
+        return hits, None if nxt is None else str(nxt)
+
+    def _op_count(self, conds: tuple[qc.Condition, ...]) -> int:
+        return int(self._shard.count(qe.CountRequest(exact=True, filter=_filter(conds))))
+
+
+_CONFIG_KEYS = (qc.TENANT_FIELD, *qc.KEYWORD_FIELDS, *qc.BOOL_FIELDS, *qc.FLOAT_FIELDS)
+
+
+def _apply(shard: qe.EdgeShard, op: str, args: tuple[Any, ...]) -> None:
+    """Apply one write to ``shard`` (the live one, or a rebuilt one catching up)."""
+    if op == "upsert":
+        (points,) = args
+        shard.update(
+            qe.UpdateOperation.upsert_points(
+                [
+                    qe.Point(
+                        p.id,
+                        {
+                            DENSE_VECTOR: p.dense,
+                            SPARSE_VECTOR: qe.SparseVector(p.sparse.indices, p.sparse.values),
+                        },
+                        p.payload,
+                    )
+                    for p in points
+                ]
+            )
+        )
+    elif op == "delete":
+        (ids,) = args
+        shard.update(qe.UpdateOperation.delete_points(list(ids)))
+    else:
+        (patches,) = args
+        for patch in patches:
+            if patch.set:
+                shard.update(qe.UpdateOperation.set_payload([patch.id], patch.set))
+            if patch.unset:
+                shard.update(qe.UpdateOperation.delete_payload([patch.id], patch.unset))
+
+
+def _stored_dimension(config_path: Path) -> int:
+    try:
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+        return int(config["vectors"][DENSE_VECTOR]["size"])
+    except (OSError, ValueError, KeyError, TypeError):
+        msg = (
+            f"{config_path.parent} holds a Qdrant Edge shard without a {DENSE_VECTOR!r} dense "
+            f"vector; it was not made by agentmem. Use another path."
+        )
+        raise ConfigurationError(msg) from None
+
+
+def _lock(path: Path) -> IO[bytes]:
+    handle = (path / LOCK_FILE).open("ab")
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        msg = (
+            f"the Qdrant Edge store at {path} is open in another process (or another store "
+            f"object); Edge allows one process at a time. Close the other one, share one "
+            f"MemoryService (or MemoryManager.open on the same home) within a process, or run "
+            f"several processes on a Qdrant server (QdrantClientStore) and Redis: set "
+            f"AGENTMEM_QDRANT_URL and AGENTMEM_REDIS_URL (or pass qdrant_url= and redis_url= "
+            f"to MemoryService.open)."
+        )
+        raise StoreLockedError(msg) from None
+    return handle
+
+
+def _unlock(handle: IO[bytes]) -> None:
+    with contextlib.suppress(OSError):
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    handle.close()
+
+
+def _condition(cond: qc.Condition) -> Any:
+    if isinstance(cond, qc.HasIds):
+        return qe.HasIdCondition(set(cond.ids))
+    if isinstance(cond, qc.Range):
+        return qe.FieldCondition(cond.key, range=qe.RangeFloat(gte=cond.gte, lt=cond.lt))
+    if isinstance(cond, qc.IsEmpty):
+        return qe.IsEmptyCondition(cond.key)
+    if len(cond.values) == 1:
+        return qe.FieldCondition(cond.key, match=qe.MatchValue(_value(cond.values[0])))
+    return qe.FieldCondition(cond.key, match=qe.MatchAny(list(cond.values)))  # type: ignore[arg-type]
+
+
+def _filter(conds: tuple[qc.Condition, ...]) -> qe.Filter:
+    return qe.Filter(must=[_condition(c) for c in conds])
+
+
+def _formula(boost: qc.BoostSpec) -> qe.Formula:
+    """``$score + wi * importance + wr * 0.5 ** ((now - max(created, accessed)) / half_life)``."""
+    e = qe.Expression
+    last = e.Max([e.Variable("created_ts"), e.Variable("last_accessed_ts")])
+    age = e.Sum([e.Constant(boost.now_ts), e.Neg(last)])
+    recency = e.Pow(e.Constant(0.5), e.Div(age, e.Constant(boost.half_life_s), None))
+    return qe.Formula(
+        e.Sum(
+            [
+                e.Variable("$score"),
+                e.Mult([e.Constant(boost.importance_weight), e.Variable("importance")]),
+                e.Mult([e.Constant(boost.recency_weight), recency]),
+            ]
+        ),
+        defaults={"last_accessed_ts": 0.0, "created_ts": 0.0, "importance": 0.5},
+    )
+
+
+def _value(value: str | int | bool) -> Any:
+    # qdrant_edge 0.9 reads a Python bool as the integer 1/0 (bool subclasses int), which
+    # then never matches a stored boolean; numpy's bool_ is not an int and arrives as a bool.
+    return np.bool_(value) if isinstance(value, bool) else value
