@@ -20,6 +20,7 @@ __all__ = [
     "check_confidence",
     "check_evidence",
     "check_key",
+    "check_max_tokens",
     "check_positive_int",
     "check_status",
     "check_task",
@@ -42,6 +43,16 @@ def check_positive_int(value: object, name: str) -> int:
         msg = f"{name} must be an integer >= 1, got {value!r}"
         raise ConfigurationError(msg)
     return value
+
+
+def check_max_tokens(max_tokens: object) -> int | None:
+    """A rendering budget: ``None`` or an ``int`` >= 0, else :class:`ConfigurationError`."""
+    if max_tokens is not None and (
+        isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 0
+    ):
+        msg = f"max_tokens must be None or an integer >= 0, got {max_tokens!r}"
+        raise ConfigurationError(msg)
+    return max_tokens
 
 
 def check_clock_value(value: object) -> datetime:

@@ -17,12 +17,14 @@ import uuid
 from datetime import datetime
 from typing import Any, Literal, get_args
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
 
+from agentmem.errors import StoreError
 from agentmem.types import utcnow
 
 __all__ = [
     "SCHEMA_VERSION",
+    "STATE_KEY",
     "TASK_STATUSES",
     "Hypothesis",
     "ScratchpadEntry",
@@ -30,10 +32,14 @@ __all__ = [
     "TaskStatus",
     "Variable",
     "WorkingState",
+    "state_from_doc",
 ]
 
 SCHEMA_VERSION: Literal[1] = 1
 """Version of the persisted working-memory document."""
+
+STATE_KEY = "working_memory"
+"""Key of the working-memory document in the session store."""
 
 TaskStatus = Literal["pending", "in_progress", "done", "failed", "blocked"]
 TASK_STATUSES: tuple[str, ...] = get_args(TaskStatus)
@@ -173,3 +179,31 @@ class WorkingState(BaseModel):
     def to_doc(self) -> dict[str, Any]:
         """The JSON document this state persists as."""
         return self.model_dump(mode="json")
+
+
+def state_from_doc(doc: dict[str, Any] | None, session_id: str) -> WorkingState:
+    """The state a stored document holds (an empty state for no document).
+
+    Raises:
+        StoreError: The document has another ``schema_version`` or does not validate.
+
+    Example:
+        >>> state_from_doc(None, "s1") == WorkingState()
+        True
+        >>> state_from_doc({"schema_version": 1, "turn": 3}, "s1").turn
+        3
+    """
+    if doc is None:
+        return WorkingState()
+    if doc.get("schema_version") != SCHEMA_VERSION:
+        msg = (
+            f"working memory of session {session_id!r} has schema_version "
+            f"{doc.get('schema_version')!r}; this agentmem reads version "
+            f"{SCHEMA_VERSION} (upgrade agentmem, or clear() the session)"
+        )
+        raise StoreError(msg)
+    try:
+        return WorkingState.model_validate(doc)
+    except ValidationError as exc:
+        msg = f"working memory of session {session_id!r} is corrupt: {exc}"
+        raise StoreError(msg) from None
