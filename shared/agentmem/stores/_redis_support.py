@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, NamedTuple, TypeVar, cast
+from typing import Any, NamedTuple, TypeAlias, TypeVar, cast
 
 import redis
 import redis.asyncio
@@ -46,10 +46,12 @@ __all__ = [
     "AsyncDeadlineRetry",
     "DeadlineRetry",
     "LuaScript",
+    "Op",
     "SessionKeys",
     "address",
     "parse_messages",
     "parse_state",
+    "pipelined",
     "store_errors",
     "text",
     "track_sends",
@@ -58,6 +60,28 @@ __all__ = [
 logger = logging.getLogger("agentmem.stores.redis")
 
 T = TypeVar("T")
+
+
+#: A sync or asyncio client, or a pipeline of either.
+Client: TypeAlias = "redis.Redis | redis.asyncio.Redis"
+
+#: Issues Redis command(s) on the client it is given, and returns the reply (an awaitable of
+#: it on an asyncio client). The store's programs describe their commands as ops, so one op
+#: serves the sync and the async face.
+Op: TypeAlias = Callable[[Client], Any]
+
+
+def pipelined(*ops: Op) -> Op:
+    """One op that sends ``ops`` in one round trip (a pipeline, not a transaction); its
+    reply is the list of theirs."""
+
+    def send(client: Client) -> Any:
+        pipe = client.pipeline(transaction=False)
+        for op in ops:
+            op(pipe)
+        return pipe.execute()
+
+    return send
 
 
 def text(value: Any) -> str:

@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
-from agentmem._async import run_in_executor
+from agentmem._sansio import offload
 from agentmem._storable import MAX_DOCUMENT_DEPTH, check_storable_text, json_text
 from agentmem.errors import InvalidMessageError, InvalidSessionIdError, InvalidValueError
 from agentmem.types import Message
@@ -168,23 +168,36 @@ class SessionStore(Protocol):
         """Release connections and files. Further use raises ``StoreClosedError``."""
         ...
 
-    async def aappend(self, session_id: str, messages: Sequence[Message]) -> list[int]: ...
-    async def aread(
+    # The async twins return awaitables (not necessarily coroutines): backends build them
+    # with agentmem._sansio's async_twin / offload.
+    def aappend(self, session_id: str, messages: Sequence[Message]) -> Awaitable[list[int]]: ...
+    def aread(
         self, session_id: str, *, after: int = 0, limit: int | None = None
-    ) -> list[StoredMessage]: ...
-    async def aread_last(self, session_id: str, n: int) -> list[StoredMessage]: ...
-    async def acount(self, session_id: str) -> int: ...
-    async def alast_seq(self, session_id: str) -> int: ...
-    async def aget_state(self, session_id: str, key: str) -> dict[str, Any] | None: ...
-    async def aset_state(self, session_id: str, key: str, value: dict[str, Any]) -> None: ...
-    async def adelete_state(self, session_id: str, key: str) -> None: ...
-    async def aclear(self, session_id: str) -> None: ...
-    async def asessions(self) -> list[str]: ...
-    async def aclose(self) -> None: ...
+    ) -> Awaitable[list[StoredMessage]]: ...
+    def aread_last(self, session_id: str, n: int) -> Awaitable[list[StoredMessage]]: ...
+    def acount(self, session_id: str) -> Awaitable[int]: ...
+    def alast_seq(self, session_id: str) -> Awaitable[int]: ...
+    def aget_state(self, session_id: str, key: str) -> Awaitable[dict[str, Any] | None]: ...
+    def aset_state(self, session_id: str, key: str, value: dict[str, Any]) -> Awaitable[None]: ...
+    def adelete_state(self, session_id: str, key: str) -> Awaitable[None]: ...
+    def aclear(self, session_id: str) -> Awaitable[None]: ...
+    def asessions(self) -> Awaitable[list[str]]: ...
+    def aclose(self) -> Awaitable[None]: ...
 
 
 class SyncSessionStore(ABC):
-    """Base for blocking backends: the async twins run the sync methods in a thread."""
+    """Base for blocking backends: write the sync methods; each async twin runs its sync
+    method in the default thread pool (:class:`~agentmem._sansio.offload`, looked up by
+    name, so the subclass's method is the one that runs).
+
+    Example:
+        >>> import asyncio
+        >>> from agentmem.stores import InMemorySessionStore
+        >>> store = InMemorySessionStore()
+        >>> asyncio.run(store.aset_state("s1", "k", {"v": 1}))
+        >>> store.get_state("s1", "k")
+        {'v': 1}
+    """
 
     @abstractmethod
     def append(self, session_id: str, messages: Sequence[Message]) -> list[int]: ...
@@ -221,37 +234,14 @@ class SyncSessionStore(ABC):
     @abstractmethod
     def close(self) -> None: ...
 
-    async def aappend(self, session_id: str, messages: Sequence[Message]) -> list[int]:
-        return await run_in_executor(self.append, session_id, messages)
-
-    async def aread(
-        self, session_id: str, *, after: int = 0, limit: int | None = None
-    ) -> list[StoredMessage]:
-        return await run_in_executor(self.read, session_id, after=after, limit=limit)
-
-    async def aread_last(self, session_id: str, n: int) -> list[StoredMessage]:
-        return await run_in_executor(self.read_last, session_id, n)
-
-    async def acount(self, session_id: str) -> int:
-        return await run_in_executor(self.count, session_id)
-
-    async def alast_seq(self, session_id: str) -> int:
-        return await run_in_executor(self.last_seq, session_id)
-
-    async def aget_state(self, session_id: str, key: str) -> dict[str, Any] | None:
-        return await run_in_executor(self.get_state, session_id, key)
-
-    async def aset_state(self, session_id: str, key: str, value: dict[str, Any]) -> None:
-        await run_in_executor(self.set_state, session_id, key, value)
-
-    async def adelete_state(self, session_id: str, key: str) -> None:
-        await run_in_executor(self.delete_state, session_id, key)
-
-    async def aclear(self, session_id: str) -> None:
-        await run_in_executor(self.clear, session_id)
-
-    async def asessions(self) -> list[str]:
-        return await run_in_executor(self.sessions)
-
-    async def aclose(self) -> None:
-        await run_in_executor(self.close)
+    aappend = offload(append)
+    aread = offload(read)
+    aread_last = offload(read_last)
+    acount = offload(count)
+    alast_seq = offload(last_seq)
+    aget_state = offload(get_state)
+    aset_state = offload(set_state)
+    adelete_state = offload(delete_state)
+    aclear = offload(clear)
+    asessions = offload(sessions)
+    aclose = offload(close)

@@ -58,6 +58,7 @@ from redis.backoff import ExponentialWithJitterBackoff
 from redis.exceptions import NoScriptError
 
 from agentmem._async import run_in_executor
+from agentmem._sansio import Program, Request, async_twin, call, twin
 from agentmem.errors import ConfigurationError, StoreClosedError
 from agentmem.stores._redis_support import (
     APPEND,
@@ -65,10 +66,12 @@ from agentmem.stores._redis_support import (
     AsyncDeadlineRetry,
     DeadlineRetry,
     LuaScript,
+    Op,
     SessionKeys,
     address,
     parse_messages,
     parse_state,
+    pipelined,
     store_errors,
     text,
     track_sends,
@@ -252,11 +255,20 @@ class RedisSessionStore:
         return store
 
     # -- plumbing ------------------------------------------------------------------------
+    #
+    # Each operation is written once, as a program (agentmem._sansio) that yields requests
+    # for Redis commands: ``self._command(op)``, where ``op`` issues one command (or a
+    # pipeline of them) on whichever client it is given. The sync face sends it with the
+    # sync client; the async face awaits it on the asyncio client, or runs it with the sync
+    # client in a thread when the store has no asyncio client.
 
-    def _sync(self) -> redis.Redis:
+    def _check_open(self) -> None:
         if self._closed:
             msg = "RedisSessionStore is closed; create a new store"
             raise StoreClosedError(msg)
+
+    def _sync(self) -> redis.Redis:
+        self._check_open()
         if self._client is None:
             msg = (
                 "this RedisSessionStore has only an async client; use the async methods "
@@ -265,11 +277,23 @@ class RedisSessionStore:
             raise ConfigurationError(msg)
         return self._client
 
-    def _async(self) -> redis.asyncio.Redis | None:
-        if self._closed:
-            msg = "RedisSessionStore is closed; create a new store"
-            raise StoreClosedError(msg)
-        return self._async_client
+    def _run(self, op: Op) -> Any:
+        return op(self._sync())
+
+    async def _run_async(self, op: Op) -> Any:
+        self._check_open()
+        if self._async_client is None:
+            return await run_in_executor(self._run, op)
+        return await op(self._async_client)
+
+    def _command(self, op: Op) -> Request[Any]:
+        """A request for the command(s) ``op`` issues, on the client of the running mode."""
+        return call(self._run, self._run_async, op)
+
+    def _ready(self) -> Request[None]:
+        """The first step of every call: refuse a closed store, and a sync call on a store
+        that has only an asyncio client (async calls on a sync-only store run in a thread)."""
+        return call(_sync_ready, _async_ready, self)
 
     def _keys(self, session_id: str) -> SessionKeys:
         return SessionKeys.of(self._prefix, validate_session_id(session_id))
@@ -289,43 +313,27 @@ class RedisSessionStore:
             retry_advice=retry_advice,
         )
 
-    def _script_pipeline(
-        self, client: redis.Redis, script: LuaScript, sid: str, keys: SessionKeys, args: list[Any]
-    ) -> Any:
+    def _script(
+        self, script: LuaScript, sid: str, keys: SessionKeys, args: list[Any]
+    ) -> Program[Any]:
         # Script then index entry, in one round trip. EVALSHA needs the script cached on the
         # server; after a restart it is not (NOSCRIPT): load it and run both again, which is
         # safe because both commands are idempotent.
         for attempt in (1, 2):
-            pipe = client.pipeline(transaction=False)
-            pipe.evalsha(script.sha, len(keys), *keys, self._ttl_ms, *args)
-            pipe.zadd(self._index, {sid: self._expiry()}, gt=True)
             try:
-                return pipe.execute()[0]
+                return (yield from self._command(self._run_script(script, sid, keys, args)))[0]
             except NoScriptError:
                 if attempt == 2:
                     raise
-                client.script_load(script.source)
+                yield from self._command(lambda c: c.script_load(script.source))
         return None  # pragma: no cover - the loop returns or raises
 
-    async def _ascript_pipeline(
-        self,
-        client: redis.asyncio.Redis,
-        script: LuaScript,
-        sid: str,
-        keys: SessionKeys,
-        args: list[Any],
-    ) -> Any:
-        for attempt in (1, 2):
-            pipe = client.pipeline(transaction=False)
-            pipe.evalsha(script.sha, len(keys), *keys, self._ttl_ms, *args)
-            pipe.zadd(self._index, {sid: self._expiry()}, gt=True)
-            try:
-                return (await pipe.execute())[0]
-            except NoScriptError:
-                if attempt == 2:
-                    raise
-                await client.script_load(script.source)
-        return None  # pragma: no cover
+    def _run_script(self, script: LuaScript, sid: str, keys: SessionKeys, args: list[Any]) -> Op:
+        expiry = self._expiry()
+        return pipelined(
+            lambda p: p.evalsha(script.sha, len(keys), *keys, self._ttl_ms, *args),
+            lambda p: p.zadd(self._index, {sid: expiry}, gt=True),
+        )
 
     @staticmethod
     def _append_args(messages: Sequence[Message]) -> list[str]:
@@ -338,253 +346,174 @@ class RedisSessionStore:
         page = {} if limit is None else {"offset": 0, "num": limit}
         return {"start": f"({int(after)}", "end": "+inf", "byscore": True, **page}
 
-    # -- sync API ------------------------------------------------------------------------
+    # -- the API, sync and async (native redis.asyncio) -----------------------------------
 
-    def append(self, session_id: str, messages: Sequence[Message]) -> list[int]:
+    @twin
+    def append(self, session_id: str, messages: Sequence[Message]) -> Program[list[int]]:
         """Append atomically and idempotently (by message id); return the seqs.
 
         Example:
             >>> store.append("s1", [Message(role="user", content="hi")])  # doctest: +SKIP
             [1]
         """
-        client, keys = self._sync(), self._keys(session_id)
+        yield from self._ready()
+        keys = self._keys(session_id)
         if not messages:
             return []
+        args = self._append_args(messages)
         with self._errors(f"appending to session {session_id!r}", retry_advice=_RETRY_APPEND):
-            seqs = self._script_pipeline(
-                client, APPEND, session_id, keys, self._append_args(messages)
-            )
+            seqs = yield from self._script(APPEND, session_id, keys, args)
         return [int(s) for s in seqs]
 
+    @twin
     def read(
         self, session_id: str, *, after: int = 0, limit: int | None = None
-    ) -> list[StoredMessage]:
+    ) -> Program[list[StoredMessage]]:
         """Messages with ``seq > after`` in log order, at most ``limit`` of them."""
-        client, keys = self._sync(), self._keys(session_id)
+        yield from self._ready()
+        keys = self._keys(session_id)
         if limit is not None and limit <= 0:
             return []
+        page = self._range(after, limit)
         with self._errors(f"reading session {session_id!r}"):
-            rows = client.zrange(keys.log, withscores=True, **self._range(after, limit))
+            rows = yield from self._command(lambda c: c.zrange(keys.log, withscores=True, **page))
         return parse_messages(rows)
 
-    def read_last(self, session_id: str, n: int) -> list[StoredMessage]:
+    @twin
+    def read_last(self, session_id: str, n: int) -> Program[list[StoredMessage]]:
         """The last ``n`` messages, in log order."""
-        client, keys = self._sync(), self._keys(session_id)
+        yield from self._ready()
+        keys = self._keys(session_id)
         if n <= 0:
             return []
         with self._errors(f"reading session {session_id!r}"):
-            rows = client.zrange(keys.log, -n, -1, withscores=True)
+            rows = yield from self._command(lambda c: c.zrange(keys.log, -n, -1, withscores=True))
         return parse_messages(rows)
 
-    def count(self, session_id: str) -> int:
+    @twin
+    def count(self, session_id: str) -> Program[int]:
         """Number of messages in the log."""
-        client, keys = self._sync(), self._keys(session_id)
+        yield from self._ready()
+        keys = self._keys(session_id)
         with self._errors(f"counting session {session_id!r}"):
-            return int(client.zcard(keys.log))
+            return int((yield from self._command(lambda c: c.zcard(keys.log))))
 
-    def last_seq(self, session_id: str) -> int:
+    @twin
+    def last_seq(self, session_id: str) -> Program[int]:
         """The highest seq in the log, 0 when it is empty."""
-        client, keys = self._sync(), self._keys(session_id)
+        yield from self._ready()
+        keys = self._keys(session_id)
         with self._errors(f"reading session {session_id!r}"):
-            rows = client.zrange(keys.log, -1, -1, withscores=True)
+            rows = yield from self._command(lambda c: c.zrange(keys.log, -1, -1, withscores=True))
         return int(rows[0][1]) if rows else 0
 
-    def get_state(self, session_id: str, key: str) -> dict[str, Any] | None:
+    @twin
+    def get_state(self, session_id: str, key: str) -> Program[dict[str, Any] | None]:
         """The JSON state ``key`` of the session, or ``None``."""
         check_state_key(key)
-        client, keys = self._sync(), self._keys(session_id)
+        yield from self._ready()
+        keys = self._keys(session_id)
         with self._errors(f"reading state {key!r} of session {session_id!r}"):
-            raw = client.hget(keys.state, key)
+            raw = yield from self._command(lambda c: c.hget(keys.state, key))
         return parse_state(raw)
 
-    def set_state(self, session_id: str, key: str, value: dict[str, Any]) -> None:
+    @twin
+    def set_state(self, session_id: str, key: str, value: dict[str, Any]) -> Program[None]:
         """Replace the JSON state ``key`` of the session."""
         check_state_key(key)
-        client, keys = self._sync(), self._keys(session_id)
+        yield from self._ready()
+        keys = self._keys(session_id)
         raw = dump_state(value)
         with self._errors(
             f"writing state {key!r} of session {session_id!r}", retry_advice=_RETRY_STATE
         ):
-            self._script_pipeline(client, STATE, session_id, keys, ["set", key, raw])
+            yield from self._script(STATE, session_id, keys, ["set", key, raw])
 
-    def delete_state(self, session_id: str, key: str) -> None:
+    @twin
+    def delete_state(self, session_id: str, key: str) -> Program[None]:
         """Remove the JSON state ``key`` (no error if absent)."""
         check_state_key(key)
-        client, keys = self._sync(), self._keys(session_id)
+        yield from self._ready()
+        keys = self._keys(session_id)
         with self._errors(
             f"deleting state {key!r} of session {session_id!r}", retry_advice=_RETRY_STATE
         ):
-            self._script_pipeline(client, STATE, session_id, keys, ["del", key])
+            yield from self._script(STATE, session_id, keys, ["del", key])
 
-    def clear(self, session_id: str) -> None:
+    @twin
+    def clear(self, session_id: str) -> Program[None]:
         """Delete the session's messages and state (its seq counter stays)."""
-        client, keys = self._sync(), self._keys(session_id)
+        yield from self._ready()
+        keys = self._keys(session_id)
         with self._errors(f"clearing session {session_id!r}", retry_advice=_RETRY_CLEAR):
             # Unindex after deleting, then re-index if a concurrent append landed meanwhile:
             # every session that has data stays in the index whatever the interleaving.
-            client.delete(keys.log, keys.ids, keys.state)
-            client.zrem(self._index, session_id)
-            if client.exists(keys.log, keys.state):
-                client.zadd(self._index, {session_id: self._expiry()}, gt=True)
+            yield from self._command(lambda c: c.delete(keys.log, keys.ids, keys.state))
+            yield from self._command(lambda c: c.zrem(self._index, session_id))
+            if (yield from self._command(lambda c: c.exists(keys.log, keys.state))):
+                expiry = self._expiry()
+                yield from self._command(
+                    lambda c: c.zadd(self._index, {session_id: expiry}, gt=True)
+                )
 
-    def sessions(self) -> list[str]:
+    @twin
+    def sessions(self) -> Program[list[str]]:
         """Ids of sessions that have messages or state, sorted."""
-        client = self._sync()
+        yield from self._ready()
         with self._errors("listing sessions"):
-            client.zremrangebyscore(self._index, "-inf", f"({time.time() - _INDEX_GRACE_SECONDS}")
-            candidates = [text(m) for m in client.zrange(self._index, 0, -1)]
+            cutoff = f"({time.time() - _INDEX_GRACE_SECONDS}"
+            yield from self._command(lambda c: c.zremrangebyscore(self._index, "-inf", cutoff))
+            members = yield from self._command(lambda c: c.zrange(self._index, 0, -1))
+            candidates = [text(m) for m in members]
             found: list[str] = []
             for i in range(0, len(candidates), _EXISTS_BATCH):
                 chunk = candidates[i : i + _EXISTS_BATCH]
-                pipe = client.pipeline(transaction=False)
-                for sid in chunk:
-                    keys = SessionKeys.of(self._prefix, sid)
-                    pipe.exists(keys.log, keys.state)
-                found += [sid for sid, n in zip(chunk, pipe.execute(), strict=True) if n]
+                exists = [self._exists(sid) for sid in chunk]
+                counts = yield from self._command(pipelined(*exists))
+                found += [sid for sid, n in zip(chunk, counts, strict=True) if n]
         return sorted(found)
 
-    def close(self) -> None:
+    def _exists(self, session_id: str) -> Op:
+        keys = SessionKeys.of(self._prefix, session_id)
+        return lambda c: c.exists(keys.log, keys.state)
+
+    @twin
+    def close(self) -> Program[None]:
         """Stop using the store; close the sync client if :meth:`from_url` built it.
 
         In async code call :meth:`aclose` instead: it also closes the asyncio client.
         """
-        if self._closed:
-            return
-        self._closed = True
-        if self._owns_clients and self._client is not None:
-            self._client.close()
-
-    # -- async API (native redis.asyncio) ------------------------------------------------
-
-    async def aappend(self, session_id: str, messages: Sequence[Message]) -> list[int]:
-        """Async :meth:`append`."""
-        client, keys = self._async(), self._keys(session_id)
-        if client is None:
-            return await run_in_executor(self.append, session_id, messages)
-        if not messages:
-            return []
-        with self._errors(f"appending to session {session_id!r}", retry_advice=_RETRY_APPEND):
-            seqs = await self._ascript_pipeline(
-                client, APPEND, session_id, keys, self._append_args(messages)
-            )
-        return [int(s) for s in seqs]
-
-    async def aread(
-        self, session_id: str, *, after: int = 0, limit: int | None = None
-    ) -> list[StoredMessage]:
-        """Async :meth:`read`."""
-        client, keys = self._async(), self._keys(session_id)
-        if client is None:
-            return await run_in_executor(self.read, session_id, after=after, limit=limit)
-        if limit is not None and limit <= 0:
-            return []
-        with self._errors(f"reading session {session_id!r}"):
-            rows = await client.zrange(keys.log, withscores=True, **self._range(after, limit))
-        return parse_messages(rows)
-
-    async def aread_last(self, session_id: str, n: int) -> list[StoredMessage]:
-        """Async :meth:`read_last`."""
-        client, keys = self._async(), self._keys(session_id)
-        if client is None:
-            return await run_in_executor(self.read_last, session_id, n)
-        if n <= 0:
-            return []
-        with self._errors(f"reading session {session_id!r}"):
-            rows = await client.zrange(keys.log, -n, -1, withscores=True)
-        return parse_messages(rows)
-
-    async def acount(self, session_id: str) -> int:
-        """Async :meth:`count`."""
-        client, keys = self._async(), self._keys(session_id)
-        if client is None:
-            return await run_in_executor(self.count, session_id)
-        with self._errors(f"counting session {session_id!r}"):
-            return int(await client.zcard(keys.log))
-
-    async def alast_seq(self, session_id: str) -> int:
-        """Async :meth:`last_seq`."""
-        client, keys = self._async(), self._keys(session_id)
-        if client is None:
-            return await run_in_executor(self.last_seq, session_id)
-        with self._errors(f"reading session {session_id!r}"):
-            rows = await client.zrange(keys.log, -1, -1, withscores=True)
-        return int(rows[0][1]) if rows else 0
-
-    async def aget_state(self, session_id: str, key: str) -> dict[str, Any] | None:
-        """Async :meth:`get_state`."""
-        check_state_key(key)
-        client, keys = self._async(), self._keys(session_id)
-        if client is None:
-            return await run_in_executor(self.get_state, session_id, key)
-        with self._errors(f"reading state {key!r} of session {session_id!r}"):
-            raw = await client.hget(keys.state, key)
-        return parse_state(raw)
-
-    async def aset_state(self, session_id: str, key: str, value: dict[str, Any]) -> None:
-        """Async :meth:`set_state`."""
-        check_state_key(key)
-        client, keys = self._async(), self._keys(session_id)
-        if client is None:
-            return await run_in_executor(self.set_state, session_id, key, value)
-        raw = dump_state(value)
-        with self._errors(
-            f"writing state {key!r} of session {session_id!r}", retry_advice=_RETRY_STATE
-        ):
-            await self._ascript_pipeline(client, STATE, session_id, keys, ["set", key, raw])
-        return None
-
-    async def adelete_state(self, session_id: str, key: str) -> None:
-        """Async :meth:`delete_state`."""
-        check_state_key(key)
-        client, keys = self._async(), self._keys(session_id)
-        if client is None:
-            return await run_in_executor(self.delete_state, session_id, key)
-        with self._errors(
-            f"deleting state {key!r} of session {session_id!r}", retry_advice=_RETRY_STATE
-        ):
-            await self._ascript_pipeline(client, STATE, session_id, keys, ["del", key])
-        return None
-
-    async def aclear(self, session_id: str) -> None:
-        """Async :meth:`clear`."""
-        client, keys = self._async(), self._keys(session_id)
-        if client is None:
-            return await run_in_executor(self.clear, session_id)
-        with self._errors(f"clearing session {session_id!r}", retry_advice=_RETRY_CLEAR):
-            await client.delete(keys.log, keys.ids, keys.state)
-            await client.zrem(self._index, session_id)
-            if await client.exists(keys.log, keys.state):
-                await client.zadd(self._index, {session_id: self._expiry()}, gt=True)
-        return None
-
-    async def asessions(self) -> list[str]:
-        """Async :meth:`sessions`."""
-        client = self._async()
-        if client is None:
-            return await run_in_executor(self.sessions)
-        with self._errors("listing sessions"):
-            cutoff = f"({time.time() - _INDEX_GRACE_SECONDS}"
-            await client.zremrangebyscore(self._index, "-inf", cutoff)
-            candidates = [text(m) for m in await client.zrange(self._index, 0, -1)]
-            found: list[str] = []
-            for i in range(0, len(candidates), _EXISTS_BATCH):
-                chunk = candidates[i : i + _EXISTS_BATCH]
-                pipe = client.pipeline(transaction=False)
-                for sid in chunk:
-                    keys = SessionKeys.of(self._prefix, sid)
-                    pipe.exists(keys.log, keys.state)
-                found += [sid for sid, n in zip(chunk, await pipe.execute(), strict=True) if n]
-        return sorted(found)
-
-    async def aclose(self) -> None:
-        """Stop using the store; close both clients if :meth:`from_url` built them."""
         was_closed, self._closed = self._closed, True
         if not self._owns_clients:
             return
         if self._async_client is not None:
-            await self._async_client.aclose()
+            yield from call(_leave_open, self._async_client.aclose)
         if not was_closed and self._client is not None:
-            self._client.close()
+            self._client.close()  # drops its sockets; no round trip
+
+    aappend = async_twin(append)
+    aread = async_twin(read)
+    aread_last = async_twin(read_last)
+    acount = async_twin(count)
+    alast_seq = async_twin(last_seq)
+    aget_state = async_twin(get_state)
+    aset_state = async_twin(set_state)
+    adelete_state = async_twin(delete_state)
+    aclear = async_twin(clear)
+    asessions = async_twin(sessions)
+    aclose = async_twin(close)
+
+
+def _sync_ready(store: RedisSessionStore) -> None:
+    store._sync()
+
+
+async def _async_ready(store: RedisSessionStore) -> None:
+    store._check_open()
+
+
+def _leave_open() -> None:
+    """Sync side of closing the asyncio client: sync code cannot close it (see ``aclose``)."""
 
 
 def _check_timeouts(timeout: float, deadline: float | None) -> tuple[float, float]:

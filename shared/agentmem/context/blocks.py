@@ -1,0 +1,179 @@
+"""The blocks a prompt is assembled from (see :mod:`agentmem.context`).
+
+Each block is a small immutable value naming one part of the prompt; the assembler
+(:func:`~agentmem.context.assemble_context`) decides what fits, renders each part once and
+counts it once. Where a block goes does not depend on the order it is given in:
+
+* the **system message**, in this order: :class:`InstructionsBlock`, :class:`SummaryBlock`,
+  :class:`WorkingBlock`, :class:`RecalledBlock` (joined by a blank line);
+* the **history**: a :class:`ViewBlock` (a short-term memory's budgeted view: its summary
+  message and the recent turns) or a :class:`MessagesBlock` (a given list of messages,
+  e.g. an agent framework's request);
+* the :class:`QueryBlock`, sent last as a user message.
+
+Example:
+    >>> blocks = [InstructionsBlock("Be brief."), QueryBlock("tabs or spaces?")]
+    >>> [b.key for b in blocks]
+    ['system', 'query']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar, TypeAlias
+
+from agentmem.long_term.store import ScoredRecord
+from agentmem.short_term.view import ShortTermView
+from agentmem.types import Message
+
+__all__ = [
+    "Block",
+    "InstructionsBlock",
+    "MessagesBlock",
+    "QueryBlock",
+    "RecalledBlock",
+    "SummaryBlock",
+    "ViewBlock",
+    "WorkingBlock",
+]
+
+
+@dataclass(frozen=True)
+class InstructionsBlock:
+    """The system prompt: first in the system message; never dropped.
+
+    Example:
+        >>> InstructionsBlock("Be brief.").key
+        'system'
+    """
+
+    text: str
+    key: ClassVar[str] = "system"
+
+
+@dataclass(frozen=True)
+class SummaryBlock:
+    """A rolling conversation summary as a section of the system message, rendered as a
+    ``<conversation_summary>`` block with its text escaped
+    (:func:`agentmem.short_term.summary.render_summary`). Use it when the history is a
+    :class:`MessagesBlock`; a :class:`ViewBlock` brings its own summary message.
+
+    Example:
+        >>> SummaryBlock("They talked about tabs.").key
+        'summary'
+    """
+
+    text: str
+    key: ClassVar[str] = "summary"
+
+
+@dataclass(frozen=True)
+class WorkingBlock:
+    """The session's working memory.
+
+    Args:
+        render: ``(max_tokens) -> str``: the working memory rendered within ``max_tokens``
+            (``""`` when nothing fits), e.g. ``WorkingMemory.get_context_for_llm`` once its
+            state is loaded. Called with the room left, most often once.
+        share: Most of the budget it may take.
+
+    Example:
+        >>> WorkingBlock(lambda n: "").share
+        0.2
+    """
+
+    render: Callable[[int], str]
+    share: float = 0.2
+    key: ClassVar[str] = "working_memory"
+
+
+@dataclass(frozen=True)
+class RecalledBlock:
+    """Recalled long-term memories, best first: one ``<recalled_memories>`` block labelled
+    as data, one escaped line per memory (whole lines only).
+
+    Args:
+        hits: The memories, best first.
+        share: Most of the budget they may take.
+
+    Example:
+        >>> RecalledBlock([]).key
+        'long_term'
+    """
+
+    hits: Sequence[ScoredRecord]
+    share: float = 0.3
+    key: ClassVar[str] = "long_term"
+
+
+@dataclass(frozen=True)
+class ViewBlock:
+    """A short-term memory's budgeted view (its system messages, summary message and the
+    newest turns), asked for with the room left: ``view_for(max_tokens)``, e.g.
+    ``lambda n: short_term.get_view(max_tokens=n, refresh=False)``. O(view), never
+    O(history): the short-term memory tokenizes each message once.
+
+    Example:
+        >>> ViewBlock(lambda n: None).key  # doctest: +SKIP
+        'recent'
+    """
+
+    view_for: Callable[[int], ShortTermView]
+    key: ClassVar[str] = "recent"
+
+
+@dataclass(frozen=True)
+class MessagesBlock:
+    """A given conversation (an agent framework's request): kept newest first in whole
+    units (an assistant tool call with its results), never starting on an orphan tool
+    result.
+
+    Args:
+        messages: The conversation, oldest first.
+        keep_latest: The latest unit is required (an error when it cannot fit), as the
+            message the model must answer.
+
+    Example:
+        >>> MessagesBlock([Message(role="user", content="hi")]).keep_latest
+        True
+    """
+
+    messages: Sequence[Message]
+    keep_latest: bool = True
+    key: ClassVar[str] = "recent"
+    units: tuple[tuple[int, ...], ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        units: list[list[int]] = []
+        for i, message in enumerate(self.messages):
+            if message.role == "tool" and units and self.messages[units[-1][0]].tool_calls:
+                units[-1].append(i)
+            else:
+                units.append([i])
+        object.__setattr__(self, "units", tuple(tuple(u) for u in units))
+
+
+@dataclass(frozen=True)
+class QueryBlock:
+    """The user's new message, sent last; never dropped.
+
+    Example:
+        >>> QueryBlock("tabs?").key
+        'query'
+    """
+
+    text: str
+    key: ClassVar[str] = "query"
+
+
+Block: TypeAlias = (
+    InstructionsBlock
+    | SummaryBlock
+    | WorkingBlock
+    | RecalledBlock
+    | ViewBlock
+    | MessagesBlock
+    | QueryBlock
+)
+"""Any block :func:`~agentmem.context.assemble_context` takes."""
