@@ -34,16 +34,32 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
 
 from agentmem.errors import ConfigurationError, InvalidValueError
 
-if TYPE_CHECKING:
-    from agentmem.long_term.store import SparseVector
-
-__all__ = ["Bm25Encoder", "SparseEncoder"]
+__all__ = ["Bm25Encoder", "SparseEncoder", "SparseVector"]
 
 _MULTILINGUAL = "multilingual"
+
+
+@dataclass(frozen=True)
+class SparseVector:
+    """A sparse vector: parallel lists of term indices and weights (no duplicates).
+
+    Example:
+        >>> SparseVector([3, 9], [1.0, 0.5]).indices
+        [3, 9]
+    """
+
+    indices: list[int]
+    values: list[float]
+
+    def __post_init__(self) -> None:
+        if len(self.indices) != len(self.values):
+            msg = "sparse vector indices and values must have the same length"
+            raise ValueError(msg)
 
 
 @runtime_checkable
@@ -168,7 +184,4 @@ def _check(text: object, position: int | None) -> str:
 
 
 def _convert(vector: Any) -> SparseVector:
-    # Imported here: agentmem.long_term imports this module (a module-level import is a cycle).
-    from agentmem.long_term.store import SparseVector
-
     return SparseVector(indices=list(vector.indices), values=list(vector.values))

@@ -310,7 +310,7 @@ class ConflictResolver:
         if decision.action == "reinforce" and existing is not None:
             fields = self._reinforcement(decision)
             if fields is not None:
-                memory.store.set_fields(memory.scope, [existing.id], fields)
+                memory.update_fields([existing.id], fields)
             return
         # New memory first, then end the old one: a crash in between leaves a record that
         # says what it supersedes, and the next consolidation pass ends the old one.
@@ -324,7 +324,7 @@ class ConflictResolver:
         if decision.action == "reinforce" and existing is not None:
             fields = self._reinforcement(decision)
             if fields is not None:
-                await memory.store.aset_fields(memory.scope, [existing.id], fields)
+                await memory.aupdate_fields([existing.id], fields)
             return
         record = self._to_write(decision)
         await memory.astore_records([record])
@@ -347,7 +347,7 @@ class ConflictResolver:
         """Those of ``records`` whose superseded memory is still current (a crash came
         between writing them and ending it)."""
         targets = self._targets(records)
-        still = memory.store.get(memory.scope, list(targets)) if targets else []
+        still = memory.get_records(list(targets)) if targets else []
         return [targets[old.id] for old in still if old.is_current]
 
     async def aunfinished_supersedes(
@@ -355,18 +355,16 @@ class ConflictResolver:
     ) -> list[MemoryRecord]:
         """Async twin of :meth:`unfinished_supersedes`."""
         targets = self._targets(records)
-        still = await memory.store.aget(memory.scope, list(targets)) if targets else []
+        still = await memory.aget_records(list(targets)) if targets else []
         return [targets[old.id] for old in still if old.is_current]
 
     def finish_supersede(self, memory: LongTermMemory, record: MemoryRecord) -> None:
         """End the memory ``record`` supersedes (``valid_to``, ``superseded_by``)."""
-        fields = {"valid_to": record.created_at, "superseded_by": record.id}
-        memory.store.set_fields(memory.scope, [str(record.metadata[SUPERSEDES_KEY])], fields)
+        memory.supersede_memory(str(record.metadata[SUPERSEDES_KEY]), record)
 
     async def afinish_supersede(self, memory: LongTermMemory, record: MemoryRecord) -> None:
         """Async twin of :meth:`finish_supersede`."""
-        fields = {"valid_to": record.created_at, "superseded_by": record.id}
-        await memory.store.aset_fields(memory.scope, [str(record.metadata[SUPERSEDES_KEY])], fields)
+        await memory.asupersede_memory(str(record.metadata[SUPERSEDES_KEY]), record)
 
 
 def _cosine(hit: ScoredRecord) -> float:

@@ -302,7 +302,7 @@ class MemoryConsolidator:
         self, session_id: str, pending: dict[str, Any], report: ConsolidationReport
     ) -> None:
         records = _records_from(pending)
-        stored = self.memory.store.get(self.memory.scope, [r.id for r in records])
+        stored = self.memory.get_records([r.id for r in records])
         for ended in self.resolver.unfinished_supersedes(self.memory, stored):
             self.resolver.finish_supersede(self.memory, ended)
         done = {r.id for r in stored} | set(pending.get("done", ()))
@@ -355,7 +355,7 @@ class MemoryConsolidator:
         self, session_id: str, pending: dict[str, Any], report: ConsolidationReport
     ) -> None:
         records = _records_from(pending)
-        found = await self.memory.store.aget(self.memory.scope, [r.id for r in records])
+        found = await self.memory.aget_records([r.id for r in records])
         for ended in await self.resolver.aunfinished_supersedes(self.memory, found):
             await self.resolver.afinish_supersede(self.memory, ended)
         done = {r.id for r in found} | set(pending.get("done", ()))

@@ -1,4 +1,4 @@
-"""Hybrid search by score fusion (private): one algorithm, three drivers.
+"""Hybrid search by score fusion (private): one algorithm, any store.
 
 :func:`fusion_plan` is a generator that asks for scores and records and returns the ranked
 hits (see :mod:`agentmem.long_term.ranking` for the formula and the floor):
@@ -11,18 +11,19 @@ hits (see :mod:`agentmem.long_term.ranking` for the formula and the floor):
 4. the records of the best ``fetch`` candidates by base score, for the importance and
    recency boosts, the floor and the result.
 
-Drivers answer its requests: :func:`qdrant_steps` turns them into payload-free Qdrant
-queries (so only the final records are read and parsed) for the agentmem Qdrant stores;
-:func:`run_on_store` and :func:`arun_on_store` use the public ``MemoryStore.search`` of any
-other store.
+A store answers its requests in :meth:`MemoryStore.fused_search`. The Qdrant stores turn
+them into payload-free Qdrant queries (:mod:`agentmem.stores.qdrant._fused`), so only the
+final records are read and parsed; any other store can reuse :func:`fused_search_program`,
+which answers them with its public ``search`` and ``get``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator, Sequence
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, Literal, NamedTuple
+from typing import Any
 
+from agentmem._sansio import Program, call
 from agentmem.long_term.ranking import (
     RankingConfig,
     above_floor,
@@ -31,34 +32,17 @@ from agentmem.long_term.ranking import (
     order_hits,
 )
 from agentmem.long_term.records import MemoryRecord, RecordFilter, Scope
-from agentmem.long_term.store import MemoryStore, ScoredRecord, SparseVector
+from agentmem.long_term.store import (
+    FusionPlan,
+    MemoryStore,
+    RecordRequest,
+    ScoredRecord,
+    ScoreRequest,
+    SparseVector,
+)
 from agentmem.long_term.temporal import Window
-from agentmem.stores.qdrant import _common as qc
-from agentmem.stores.qdrant._base import Op, Steps
 
-__all__ = ["ScoreRequest", "arun_on_store", "fusion_plan", "qdrant_steps", "run_on_store"]
-
-Side = Literal["dense", "sparse"]
-
-
-class ScoreRequest(NamedTuple):
-    """Raw scores on one side: the top ``limit`` in scope, or exactly those of ``ids``;
-    with ``window``, only memories formed inside it. Answered with ``{id: score}``."""
-
-    side: Side
-    limit: int
-    ids: tuple[str, ...] | None = None
-    window: Window | None = None
-
-
-class RecordRequest(NamedTuple):
-    """The records of ``ids``. Answered with ``{id: MemoryRecord}``."""
-
-    ids: tuple[str, ...]
-
-
-Request = ScoreRequest | RecordRequest
-Plan = Generator[Request, Any, list[ScoredRecord]]
+__all__ = ["fused_search_program", "fusion_plan"]
 
 
 def fusion_plan(
@@ -70,7 +54,7 @@ def fusion_plan(
     now: datetime,
     windows: Sequence[Window],
     explain: bool,
-) -> Plan:
+) -> FusionPlan:
     """The fused hits above the floor, best first, at most ``fetch`` of them."""
     dense: dict[str, float] = yield ScoreRequest("dense", candidates)
     sparse: dict[str, float] = (yield ScoreRequest("sparse", candidates)) if has_sparse else {}
@@ -144,58 +128,7 @@ def fusion_plan(
     return order_hits(hits)
 
 
-def qdrant_steps(
-    scope: Scope,
-    flt: RecordFilter,
-    dense: Sequence[float],
-    sparse: SparseVector | None,
-    dimension: int,
-    plan: Plan,
-) -> Steps[list[ScoredRecord]]:
-    """Drive ``plan`` on an agentmem Qdrant store: score requests are queries without
-    payload, record requests one retrieve."""
-    conditions = qc.build_conditions(scope, flt)
-    vectors: dict[Side, tuple[list[float] | None, SparseVector | None]] = {
-        "dense": (qc.validate_dense(dense, dimension), None),
-        "sparse": (None, None if sparse is None else qc.validate_sparse(sparse)),
-    }
-    request = next(plan)
-    while True:
-        answer: dict[str, Any]
-        if isinstance(request, ScoreRequest):
-            conds = conditions
-            if request.ids is not None:
-                conds = (*conds, qc.HasIds(request.ids))
-            if request.window is not None:
-                start, end = request.window
-                conds = (*conds, qc.Range("created_ts", start.timestamp(), end.timestamp()))
-            dense_vec, sparse_vec = vectors[request.side]
-            spec = qc.QuerySpec(
-                conditions=conds,
-                limit=request.limit,
-                candidates=request.limit,
-                dense=dense_vec,
-                sparse=sparse_vec,
-                exact=request.ids is not None,
-                with_payload=False,
-            )
-            hits: list[qc.Hit] = yield Op("query", (spec,))
-            answer = {h.id: h.score for h in hits}
-        else:
-            rows: list[qc.Hit] = yield Op("retrieve", (list(request.ids),))
-            answer = {
-                h.id: qc.record_from_payload(h.id, h.payload)
-                for h in rows
-                if qc.in_scope(h.payload, scope)
-            }
-        try:
-            request = plan.send(answer)
-        except StopIteration as stop:
-            result: list[ScoredRecord] = stop.value
-            return result
-
-
-def _store_kwargs(
+def _search_kwargs(
     request: ScoreRequest,
     flt: RecordFilter,
     dense: Sequence[float],
@@ -216,56 +149,30 @@ def _store_kwargs(
     }
 
 
-def run_on_store(
+def fused_search_program(
     store: MemoryStore,
     scope: Scope,
     flt: RecordFilter,
     dense: Sequence[float],
     sparse: SparseVector | None,
-    plan: Plan,
-) -> list[ScoredRecord]:
-    """Drive ``plan`` through the public API of any :class:`MemoryStore`."""
+    plan: FusionPlan,
+) -> Program[list[ScoredRecord]]:
+    """Answer ``plan`` through the public ``search``/``get`` of any :class:`MemoryStore`
+    (the generic :meth:`MemoryStore.fused_search`); run it with ``drive``/``adrive``."""
     seen: dict[str, MemoryRecord] = {}
     request = next(plan)
     while True:
         answer: dict[str, Any]
         if isinstance(request, ScoreRequest):
-            hits = store.search(scope, **_store_kwargs(request, flt, dense, sparse))
+            kwargs = _search_kwargs(request, flt, dense, sparse)
+            hits = yield from call(store.search, store.asearch, scope, **kwargs)
             seen.update((h.record.id, h.record) for h in hits)
             answer = {h.record.id: h.score for h in hits}
         else:
             missing = [i for i in request.ids if i not in seen]
             if missing:
-                seen.update((r.id, r) for r in store.get(scope, missing))
-            answer = {i: seen[i] for i in request.ids if i in seen}
-        try:
-            request = plan.send(answer)
-        except StopIteration as stop:
-            result: list[ScoredRecord] = stop.value
-            return result
-
-
-async def arun_on_store(
-    store: MemoryStore,
-    scope: Scope,
-    flt: RecordFilter,
-    dense: Sequence[float],
-    sparse: SparseVector | None,
-    plan: Plan,
-) -> list[ScoredRecord]:
-    """Async twin of :func:`run_on_store`."""
-    seen: dict[str, MemoryRecord] = {}
-    request = next(plan)
-    while True:
-        answer: dict[str, Any]
-        if isinstance(request, ScoreRequest):
-            hits = await store.asearch(scope, **_store_kwargs(request, flt, dense, sparse))
-            seen.update((h.record.id, h.record) for h in hits)
-            answer = {h.record.id: h.score for h in hits}
-        else:
-            missing = [i for i in request.ids if i not in seen]
-            if missing:
-                seen.update((r.id, r) for r in await store.aget(scope, missing))
+                found = yield from call(store.get, store.aget, scope, missing)
+                seen.update((r.id, r) for r in found)
             answer = {i: seen[i] for i in request.ids if i in seen}
         try:
             request = plan.send(answer)

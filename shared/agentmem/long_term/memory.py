@@ -18,24 +18,19 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
 from agentmem._pydantic import describe
+from agentmem._sansio import Program, async_twin, call, twin
 from agentmem.embeddings import Embedder
 from agentmem.errors import (
     DimensionMismatchError,
     InvalidValueError,
     MemoryNotFoundError,
 )
-from agentmem.long_term._fusion import (
-    Plan,
-    arun_on_store,
-    fusion_plan,
-    qdrant_steps,
-    run_on_store,
-)
+from agentmem.long_term._fusion import fusion_plan
 from agentmem.long_term._validate import (
     MAX_CONTENT_CHARS,
     build_record,
@@ -46,10 +41,9 @@ from agentmem.long_term._validate import (
 )
 from agentmem.long_term.ranking import RankingConfig, SearchMode, order_hits
 from agentmem.long_term.records import MemoryRecord, RecordFilter, Scope
-from agentmem.long_term.store import MemoryStore, ScoredRecord, SparseVector
+from agentmem.long_term.store import FusionPlan, MemoryStore, ScoredRecord, SparseVector
 from agentmem.long_term.temporal import date_terms, query_windows
 from agentmem.sparse import Bm25Encoder, SparseEncoder
-from agentmem.stores.qdrant._base import QdrantStoreBase
 from agentmem.types import utcnow
 
 __all__ = ["CONTEXT_KEY", "MAX_CONTENT_CHARS", "LongTermMemory", "index_text"]
@@ -338,11 +332,7 @@ class LongTermMemory:
         dense = self.embedder.embed_query(query) if mode in ("hybrid", "dense") else None
         if dense is not None and mode == "hybrid" and self.ranking.fuses_by_score:
             plan = self._fusion(query, top_k, sparse, explain)
-            if isinstance(self.store, QdrantStoreBase):
-                steps = qdrant_steps(self.scope, flt, dense, sparse, self.store.dimension, plan)
-                hits = self.store._run(steps)
-            else:
-                hits = run_on_store(self.store, self.scope, flt, dense, sparse, plan)
+            hits = self.store.fused_search(self.scope, flt, dense, sparse, plan)
         else:
             hits = order_hits(
                 self.store.search(
@@ -382,11 +372,7 @@ class LongTermMemory:
         dense = await self.embedder.aembed_query(query) if mode in ("hybrid", "dense") else None
         if dense is not None and mode == "hybrid" and self.ranking.fuses_by_score:
             plan = self._fusion(query, top_k, sparse, explain)
-            if isinstance(self.store, QdrantStoreBase):
-                steps = qdrant_steps(self.scope, flt, dense, sparse, self.store.dimension, plan)
-                hits = await self.store._arun(steps)
-            else:
-                hits = await arun_on_store(self.store, self.scope, flt, dense, sparse, plan)
+            hits = await self.store.afused_search(self.scope, flt, dense, sparse, plan)
         else:
             hits = order_hits(
                 await self.store.asearch(
@@ -410,7 +396,9 @@ class LongTermMemory:
     def _candidates(self, top_k: int) -> int:
         return max(self.ranking.candidates, self.ranking.fetch_size(top_k))
 
-    def _fusion(self, query: str, top_k: int, sparse: SparseVector | None, explain: bool) -> Plan:
+    def _fusion(
+        self, query: str, top_k: int, sparse: SparseVector | None, explain: bool
+    ) -> FusionPlan:
         now = self._clock()
         return fusion_plan(
             self.ranking,
@@ -468,7 +456,86 @@ class LongTermMemory:
             raise MemoryNotFoundError(msg)
         return found[0]
 
+    @twin
+    def get_records(self, memory_ids: Sequence[str]) -> Program[list[MemoryRecord]]:
+        """The memories with these ids in this scope, in the order given; ids not in this
+        scope are skipped.
+
+        Raises:
+            InvalidValueError: An id is not a UUID.
+        """
+        ids = [memory_id_of(i) for i in memory_ids]
+        if not ids:
+            return []
+        return (yield from call(self.store.get, self.store.aget, self.scope, ids))
+
+    aget_records = async_twin(get_records)
+
+    @twin
+    def count_memories(self, filter: RecordFilter | None = None) -> Program[int]:
+        """How many memories in this scope match ``filter`` (default: current ones only;
+        ``RecordFilter(include_history=True)`` counts superseded ones too)."""
+        return (yield from call(self.store.count, self.store.acount, self.scope, filter=filter))
+
+    acount_memories = async_twin(count_memories)
+
+    @twin
+    def scroll_records(
+        self,
+        filter: RecordFilter | None = None,
+        *,
+        limit: int = 256,
+        offset: str | None = None,
+        order_by: Literal["created_ts", "last_accessed_ts"] | None = None,
+    ) -> Program[tuple[list[MemoryRecord], str | None]]:
+        """A page of this scope's memories matching ``filter``, and the offset of the next
+        page (``None`` at the end); see ``MemoryStore.scroll`` for ``order_by``."""
+        return (
+            yield from call(
+                self.store.scroll,
+                self.store.ascroll,
+                self.scope,
+                filter=filter,
+                limit=limit,
+                offset=offset,
+                order_by=order_by,
+            )
+        )
+
+    ascroll_records = async_twin(scroll_records)
+
     # -- updating and forgetting ------------------------------------------------------------
+
+    @twin
+    def update_fields(self, memory_ids: Sequence[str], fields: Mapping[str, Any]) -> Program[None]:
+        """Patch fields (``importance``, ``access_count``, ``last_accessed_at``,
+        ``valid_to``, ``superseded_by``, ``pinned``, ``metadata``) of these memories in
+        this scope; vectors and content are unchanged.
+
+        Raises:
+            MemoryNotFoundError: An id is not in this scope (nothing is changed).
+            InvalidValueError: A bad id, field or value (nothing is changed).
+        """
+        return (yield from self._set_fields([memory_id_of(i) for i in memory_ids], fields))
+
+    aupdate_fields = async_twin(update_fields)
+
+    def _set_fields(self, ids: list[str], fields: Mapping[str, Any]) -> Program[None]:
+        if ids:
+            yield from call(self.store.set_fields, self.store.aset_fields, self.scope, ids, fields)
+
+    @twin
+    def supersede_memory(self, memory_id: str, by: MemoryRecord) -> Program[None]:
+        """End the memory ``memory_id``: ``by`` replaces it from ``by.created_at`` on
+        (``valid_to``, ``superseded_by``). It stays readable with ``include_history``.
+
+        Raises:
+            MemoryNotFoundError: No such memory in this scope.
+        """
+        fields = {"valid_to": by.created_at, "superseded_by": by.id}
+        return (yield from self._set_fields([memory_id_of(memory_id)], fields))
+
+    asupersede_memory = async_twin(supersede_memory)
 
     def update_memory_importance(self, memory_id: str, new_importance: float) -> MemoryRecord:
         """Set a memory's importance; returns the updated record."""

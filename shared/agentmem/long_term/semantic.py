@@ -120,9 +120,7 @@ class SemanticMemory:
         for flt in (RecordFilter(concepts=(concept,)), RecordFilter(related_to=(concept,))):
             offset: str | None = None
             while True:
-                page, offset = self.memory.store.scroll(
-                    self.memory.scope, filter=flt, limit=256, offset=offset
-                )
+                page, offset = self.memory.scroll_records(flt, limit=256, offset=offset)
                 out.extend(page)
                 if offset is None:
                     break

@@ -22,39 +22,32 @@ RRF uses Qdrant's constant: a hit at 1-based rank ``r`` in a list adds ``1 / (r 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal, NamedTuple, Protocol
+from typing import Any, Literal, NamedTuple, Protocol, TypeAlias
 
 from typing_extensions import runtime_checkable
 
 from agentmem.long_term.records import MemoryRecord, RecordFilter, Scope
+from agentmem.long_term.temporal import Window
+from agentmem.sparse import SparseVector
 
 __all__ = [
     "DENSE_VECTOR",
     "SPARSE_VECTOR",
     "Boost",
+    "FusionPlan",
+    "FusionRequest",
     "MemoryStore",
+    "RecordRequest",
+    "ScoreRequest",
     "ScoredRecord",
     "SparseVector",
 ]
 
 DENSE_VECTOR = "dense"
 SPARSE_VECTOR = "bm25"
-
-
-@dataclass(frozen=True)
-class SparseVector:
-    """A sparse vector: parallel lists of term indices and weights (no duplicates)."""
-
-    indices: list[int]
-    values: list[float]
-
-    def __post_init__(self) -> None:
-        if len(self.indices) != len(self.values):
-            msg = "sparse vector indices and values must have the same length"
-            raise ValueError(msg)
 
 
 @dataclass(frozen=True)
@@ -87,6 +80,42 @@ class ScoredRecord(NamedTuple):
     record: MemoryRecord
     score: float
     components: Mapping[str, float] = {}
+
+
+class ScoreRequest(NamedTuple):
+    """A fusion plan's request for raw scores on one side (``"dense"`` or ``"sparse"``):
+    the top ``limit`` in scope, or exactly those of ``ids``; with ``window``, only memories
+    formed inside it. Answered with ``{id: score}``.
+
+    Example:
+        >>> ScoreRequest("dense", 50).ids is None
+        True
+    """
+
+    side: Literal["dense", "sparse"]
+    limit: int
+    ids: tuple[str, ...] | None = None
+    window: Window | None = None
+
+
+class RecordRequest(NamedTuple):
+    """A fusion plan's request for the records of ``ids``. Answered with
+    ``{id: MemoryRecord}`` (ids no longer in scope left out).
+
+    Example:
+        >>> RecordRequest(("a",)).ids
+        ('a',)
+    """
+
+    ids: tuple[str, ...]
+
+
+#: What a fusion plan asks its store for.
+FusionRequest: TypeAlias = ScoreRequest | RecordRequest
+
+#: A hybrid-search plan (:func:`agentmem.long_term._fusion.fusion_plan`): yields
+#: :data:`FusionRequest` values, receives their answers, returns the ranked hits.
+FusionPlan: TypeAlias = Generator[FusionRequest, Any, list[ScoredRecord]]
 
 
 # typing_extensions' runtime_checkable does not evaluate properties (``dimension``) in
@@ -162,6 +191,19 @@ class MemoryStore(Protocol):
         """How many records in ``scope`` match ``filter``."""
         ...
 
+    def fused_search(
+        self,
+        scope: Scope,
+        filter: RecordFilter,
+        dense: Sequence[float],
+        sparse: SparseVector | None,
+        plan: FusionPlan,
+    ) -> list[ScoredRecord]:
+        """Run a hybrid-search ``plan`` in ``scope`` (restricted by ``filter``) with these
+        query vectors; returns the plan's hits. A store without a faster way reuses
+        :func:`agentmem.long_term._fusion.fused_search_program` (its ``search`` and ``get``)."""
+        ...
+
     def close(self) -> None:
         """Flush and release the store. Further use raises ``StoreClosedError``."""
         ...
@@ -200,4 +242,12 @@ class MemoryStore(Protocol):
         order_by: Literal["created_ts", "last_accessed_ts"] | None = None,
     ) -> tuple[list[MemoryRecord], str | None]: ...
     async def acount(self, scope: Scope, *, filter: RecordFilter | None = None) -> int: ...
+    async def afused_search(
+        self,
+        scope: Scope,
+        filter: RecordFilter,
+        dense: Sequence[float],
+        sparse: SparseVector | None,
+        plan: FusionPlan,
+    ) -> list[ScoredRecord]: ...
     async def aclose(self) -> None: ...

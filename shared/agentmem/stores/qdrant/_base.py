@@ -17,7 +17,7 @@ from typing import Any, Literal, NamedTuple, TypeVar
 from agentmem._async import run_in_executor
 from agentmem.errors import InvalidValueError, MemoryNotFoundError, StoreClosedError
 from agentmem.long_term.records import MemoryRecord, RecordFilter, Scope
-from agentmem.long_term.store import Boost, ScoredRecord, SparseVector
+from agentmem.long_term.store import Boost, FusionPlan, ScoredRecord, SparseVector
 from agentmem.stores.qdrant import _common as qc
 
 __all__ = ["Op", "QdrantStoreBase", "Steps"]
@@ -378,6 +378,34 @@ class QdrantStoreBase:
     def count(self, scope: Scope, *, filter: RecordFilter | None = None) -> int:
         """How many records in ``scope`` match ``filter``."""
         return self._run(self._count_steps(scope, filter))
+
+    def fused_search(
+        self,
+        scope: Scope,
+        filter: RecordFilter,
+        dense: Sequence[float],
+        sparse: SparseVector | None,
+        plan: FusionPlan,
+    ) -> list[ScoredRecord]:
+        """Run a hybrid-search plan with payload-free Qdrant queries (see
+        ``MemoryStore.fused_search``)."""
+        from agentmem.stores.qdrant._fused import qdrant_fused_steps
+
+        return self._run(qdrant_fused_steps(scope, filter, dense, sparse, self._dimension, plan))
+
+    async def afused_search(
+        self,
+        scope: Scope,
+        filter: RecordFilter,
+        dense: Sequence[float],
+        sparse: SparseVector | None,
+        plan: FusionPlan,
+    ) -> list[ScoredRecord]:
+        """Async twin of :meth:`fused_search`."""
+        from agentmem.stores.qdrant._fused import qdrant_fused_steps
+
+        steps = qdrant_fused_steps(scope, filter, dense, sparse, self._dimension, plan)
+        return await self._arun(steps)
 
     async def aupsert(
         self,
