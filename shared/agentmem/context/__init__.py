@@ -45,7 +45,7 @@ Example:
     ...     [InstructionsBlock("Be brief."), WorkingBlock(lambda n: ""), QueryBlock("tabs?")],
     ...     counter=TokenCounter("gpt-4o"), max_tokens=200)
     >>> [m["role"] for m in built.messages], built.token_count
-    (['system', 'user'], 20)
+    (['system', 'user'], 16)
 """
 
 from __future__ import annotations

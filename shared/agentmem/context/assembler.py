@@ -221,7 +221,7 @@ def assemble_context(
         >>> built.messages
         [{'role': 'system', 'content': 'Be brief.'}, {'role': 'user', 'content': 'hi'}]
         >>> built.ledger
-        {'system': 11, 'query': 5, 'reply_priming': 3}
+        {'system': 7, 'query': 5, 'reply_priming': 3}
     """
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
         msg = f"max_tokens must be a positive integer, got {max_tokens!r}"
