@@ -21,6 +21,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from agentmem._sansio import Program, async_twin, call, twin
 from agentmem.errors import ConfigurationError
 from agentmem.short_term._log import Unit, _LogMirror
 from agentmem.short_term.view import ShortTermView
@@ -59,10 +60,12 @@ class ShortTermMemory(ABC):
         self.token_counter = token_counter if token_counter is not None else TokenCounter(model)
         self.preserve_system = preserve_system
         self._log = _LogMirror(self.token_counter)
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # guards the mirror (never held across I/O)
+        self._epoch = 0  # bumped by clear(): a read begun before it is not mirrored
 
     # -- writing ---------------------------------------------------------------------------
 
+    @twin
     def add_message(
         self,
         role: str,
@@ -72,7 +75,7 @@ class ShortTermMemory(ABC):
         name: str | None = None,
         tool_calls: Sequence[ToolCall | Mapping[str, Any]] | None = None,
         tool_call_id: str | None = None,
-    ) -> Message:
+    ) -> Program[Message]:
         """Validate and append one message; returns it.
 
         Raises:
@@ -84,130 +87,129 @@ class ShortTermMemory(ABC):
             'user'
         """
         message = _build(role, content, metadata, name, tool_calls, tool_call_id)
-        self.add_messages([message])
+        yield from self._add_messages([message])
         return message
 
-    async def aadd_message(
-        self,
-        role: str,
-        content: object,
-        metadata: Mapping[str, Any] | None = None,
-        *,
-        name: str | None = None,
-        tool_calls: Sequence[ToolCall | Mapping[str, Any]] | None = None,
-        tool_call_id: str | None = None,
-    ) -> Message:
-        """Async twin of :meth:`add_message`."""
-        message = _build(role, content, metadata, name, tool_calls, tool_call_id)
-        await self.aadd_messages([message])
-        return message
+    aadd_message = async_twin(add_message)
 
-    def add_messages(self, messages: Sequence[MessageLike]) -> list[Message]:
-        """Append several messages atomically (all are validated before any is written)."""
+    @twin
+    def add_messages(self, messages: Sequence[MessageLike]) -> Program[list[Message]]:
+        """Append several messages atomically (all are validated before any is written).
+
+        Example:
+            >>> from agentmem import ConversationBufferMemory
+            >>> memory = ConversationBufferMemory()
+            >>> [m.role for m in memory.add_messages([("user", "hi"), ("assistant", "hello")])]
+            ['user', 'assistant']
+        """
+        return self._add_messages(messages)
+
+    aadd_messages = async_twin(add_messages)
+
+    def _add_messages(self, messages: Sequence[MessageLike]) -> Program[list[Message]]:
         batch = [to_message(m) for m in messages]
         if batch:
-            self.store.append(self.session_id, batch)
-            self._after_append()
+            yield from call(self.store.append, self.store.aappend, self.session_id, batch)
+            yield from self._after_append()
         return batch
 
-    async def aadd_messages(self, messages: Sequence[MessageLike]) -> list[Message]:
-        """Async twin of :meth:`add_messages`."""
-        batch = [to_message(m) for m in messages]
-        if batch:
-            await self.store.aappend(self.session_id, batch)
-            await self._aafter_append()
-        return batch
-
-    def _after_append(self) -> None:
+    def _after_append(self) -> Program[None]:
         """Hook run after each append (the summary memory summarizes here)."""
-
-    async def _aafter_append(self) -> None:
-        """Async twin of :meth:`_after_append`."""
+        return
+        yield  # a program with no I/O
 
     # -- reading ---------------------------------------------------------------------------
 
-    def refresh(self) -> None:
+    @twin
+    def refresh(self) -> Program[None]:
         """Pull messages appended since the last read (by any process) into the mirror."""
-        with self._lock:
-            self._log.extend(self.store.read(self.session_id, after=self._log.last_seq))
+        return self._refresh()
 
-    async def arefresh(self) -> None:
-        """Async twin of :meth:`refresh`."""
-        new = await self.store.aread(self.session_id, after=self._log.last_seq)
-        with self._lock:
-            self._log.extend(new)
+    arefresh = async_twin(refresh)
 
-    def get_view(self, *, max_tokens: int | None = None, refresh: bool = True) -> ShortTermView:
+    def _refresh(self) -> Program[None]:
+        """Read what is new since the mirror's last seq; subclasses add their own state."""
+        after, epoch = self._log.last_seq, self._epoch
+        new = yield from call(self.store.read, self.store.aread, self.session_id, after=after)
+        with self._lock:
+            if self._epoch == epoch:  # else clear() ran meanwhile and this read is stale
+                self._log.extend(new)
+
+    @twin
+    def get_view(
+        self, *, max_tokens: int | None = None, refresh: bool = True
+    ) -> Program[ShortTermView]:
         """The budgeted view, with what it left out.
 
         Args:
             max_tokens: A tighter budget for this view only (the lower of it and the
                 memory's own cap applies), e.g. what is left of a prompt's budget.
-            refresh: Read new messages from the store first. Async callers that just
-                awaited :meth:`arefresh` pass ``False`` so no blocking read happens.
+            refresh: Read new messages from the store first. Callers that just refreshed
+                (:meth:`refresh` / :meth:`arefresh`) pass ``False`` so no read happens.
+
+        Example:
+            >>> from agentmem import ConversationBufferMemory
+            >>> memory = ConversationBufferMemory()
+            >>> _ = memory.add_message("user", "hello there")
+            >>> memory.get_view(max_tokens=100).omitted
+            0
         """
+        return self._get_view(max_tokens=max_tokens, refresh=refresh)
+
+    aget_view = async_twin(get_view)
+
+    def _get_view(
+        self, *, max_tokens: int | None = None, refresh: bool = True
+    ) -> Program[ShortTermView]:
         if refresh:
-            self.refresh()
+            yield from self._refresh()
         with self._lock:
             return self._view(check_limit(max_tokens, "max_tokens"))
 
-    async def aget_view(self, *, max_tokens: int | None = None) -> ShortTermView:
-        """Async twin of :meth:`get_view`."""
-        await self.arefresh()
-        with self._lock:
-            return self._view(check_limit(max_tokens, "max_tokens"))
-
-    def get_messages(self) -> list[dict[str, Any]]:
+    @twin
+    def get_messages(self) -> Program[list[dict[str, Any]]]:
         """The budgeted view as OpenAI-style ``{"role", "content", ...}`` dicts."""
-        return self.get_view().to_dicts()
+        return (yield from self._get_view()).to_dicts()
 
-    async def aget_messages(self) -> list[dict[str, Any]]:
-        """Async twin of :meth:`get_messages`."""
-        return (await self.aget_view()).to_dicts()
+    aget_messages = async_twin(get_messages)
 
-    def get_token_count(self) -> int:
+    @twin
+    def get_token_count(self) -> Program[int]:
         """Exact tokens of the view (chat format, reply priming included)."""
-        return self.get_view().token_count
+        return (yield from self._get_view()).token_count
 
-    async def aget_token_count(self) -> int:
-        """Async twin of :meth:`get_token_count`."""
-        return (await self.aget_view()).token_count
+    aget_token_count = async_twin(get_token_count)
 
-    def get_all_messages(self) -> list[dict[str, Any]]:
+    @twin
+    def get_all_messages(self) -> Program[list[dict[str, Any]]]:
         """The whole log, oldest first, as dicts (nothing is ever dropped from it)."""
-        self.refresh()
-        with self._lock:
-            return [m.to_dict() for m in self._log.messages]
+        return [m.to_dict() for m in (yield from self._get_log())]
 
-    async def aget_all_messages(self) -> list[dict[str, Any]]:
-        """Async twin of :meth:`get_all_messages`."""
-        await self.arefresh()
-        with self._lock:
-            return [m.to_dict() for m in self._log.messages]
+    aget_all_messages = async_twin(get_all_messages)
 
-    def get_log(self) -> list[Message]:
+    @twin
+    def get_log(self) -> Program[list[Message]]:
         """The whole log as :class:`Message` objects (ids, timestamps, metadata kept)."""
-        self.refresh()
+        return self._get_log()
+
+    aget_log = async_twin(get_log)
+
+    def _get_log(self) -> Program[list[Message]]:
+        yield from self._refresh()
         with self._lock:
             return list(self._log.messages)
 
-    async def aget_log(self) -> list[Message]:
-        """Async twin of :meth:`get_log`."""
-        await self.arefresh()
-        with self._lock:
-            return list(self._log.messages)
-
-    def clear(self) -> None:
+    @twin
+    def clear(self) -> Program[None]:
         """Delete this session's messages and state from the store."""
-        with self._lock:
-            self.store.clear(self.session_id)
-            self._log.reset()
-            self._on_clear()
+        return self._clear()
 
-    async def aclear(self) -> None:
-        """Async twin of :meth:`clear`."""
-        await self.store.aclear(self.session_id)
+    aclear = async_twin(clear)
+
+    def _clear(self) -> Program[None]:
+        yield from call(self.store.clear, self.store.aclear, self.session_id)
         with self._lock:
+            self._epoch += 1
             self._log.reset()
             self._on_clear()
 

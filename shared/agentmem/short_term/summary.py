@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Generator, Mapping, Sequence
-from datetime import datetime
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from agentmem._escape import escape_markup
+from agentmem._sansio import Program, async_twin, call, twin
 from agentmem.errors import ConfigurationError
 from agentmem.short_term.base import ShortTermMemory, check_limit
 from agentmem.short_term.view import ShortTermView
@@ -77,9 +77,6 @@ class Summarizer(Protocol):
     def complete(self, messages: Sequence[Mapping[str, Any]]) -> str: ...
 
     async def acomplete(self, messages: Sequence[Mapping[str, Any]]) -> str: ...
-
-
-_Step = tuple[str, Any]  # ("llm", prompt messages) | ("save", state dict)
 
 
 class SummaryBufferMemory(ShortTermMemory):
@@ -167,13 +164,13 @@ class SummaryBufferMemory(ShortTermMemory):
             self._summary_message = None
         self._summary = state
 
-    def refresh(self) -> None:
-        super().refresh()
-        self._set_summary(self.store.get_state(self.session_id, SUMMARY_STATE_KEY))
-
-    async def arefresh(self) -> None:
-        await super().arefresh()
-        self._set_summary(await self.store.aget_state(self.session_id, SUMMARY_STATE_KEY))
+    def _refresh(self) -> Program[None]:
+        yield from super()._refresh()
+        store = self.store
+        state = yield from call(
+            store.get_state, store.aget_state, self.session_id, SUMMARY_STATE_KEY
+        )
+        self._set_summary(state)
 
     def _on_clear(self) -> None:
         self._set_summary(None)
@@ -202,76 +199,65 @@ class SummaryBufferMemory(ShortTermMemory):
 
     # -- summarizing -----------------------------------------------------------------------
 
-    def _after_append(self) -> None:
+    def _after_append(self) -> Program[None]:
         if self.auto_summarize:
-            self.summarize()
+            yield from self._summarize()
 
-    async def _aafter_append(self) -> None:
-        if self.auto_summarize:
-            await self.asummarize()
-
-    def summarize(self) -> bool:
+    @twin
+    def summarize(self) -> Program[bool]:
         """Summarize what no longer fits; returns whether the summary advanced.
 
         Never raises for summarizer failures: they are logged and kept in ``last_error``.
-        """
-        if self.llm is None or not self._summarizing.acquire(blocking=False):
-            return False
-        try:
-            self.refresh()
-            steps = self._steps()
-            advanced = False
-            reply: str | None = None
-            while True:
-                try:
-                    kind, payload = steps.send(reply)
-                except StopIteration:
-                    return advanced
-                reply = None
-                if kind == "llm":
-                    try:
-                        reply = self.llm.complete(payload)
-                    except Exception as exc:
-                        return self._failed(exc, advanced)
-                elif (self.store.get_state(self.session_id, SUMMARY_STATE_KEY) or {}) == (
-                    self._summary
-                ):
-                    self.store.set_state(self.session_id, SUMMARY_STATE_KEY, payload)
-                    self._set_summary(payload)
-                    advanced = True
-                else:  # another writer advanced the summary meanwhile: theirs stands
-                    return advanced
-        finally:
-            self._summarizing.release()
+        One summarizing run at a time per memory: a call made while another runs (in any
+        thread or task) returns ``False`` at once.
 
-    async def asummarize(self) -> bool:
-        """Async twin of :meth:`summarize`."""
-        if self.llm is None or not self._summarizing.acquire(blocking=False):
+        Example:
+            >>> class Brief:
+            ...     def complete(self, messages): return "Numbers were listed."
+            ...     async def acomplete(self, messages): return self.complete(messages)
+            >>> memory = SummaryBufferMemory(llm=Brief(), max_tokens=80, auto_summarize=False)
+            >>> for i in range(20):
+            ...     _ = memory.add_message("user", f"number {i}")
+            >>> memory.summarize(), memory.summary
+            (True, 'Numbers were listed.')
+        """
+        return self._summarize()
+
+    asummarize = async_twin(summarize)
+
+    def _summarize(self) -> Program[bool]:
+        """Summarize chunk by chunk until the messages after the watermark fit their share.
+
+        Each round sends old summary + chunk to the LLM, then saves the new state unless
+        another writer advanced the summary meanwhile (theirs stands).
+        """
+        llm = self.llm
+        if llm is None or not self._summarizing.acquire(blocking=False):
             return False
         try:
-            await self.arefresh()
-            steps = self._steps()
+            yield from self._refresh()
             advanced = False
-            reply: str | None = None
-            while True:
+            store, session_id = self.store, self.session_id
+            while chunk := self._next_chunk():
                 try:
-                    kind, payload = steps.send(reply)
-                except StopIteration:
+                    reply = yield from call(llm.complete, llm.acomplete, self._prompt(chunk))
+                except Exception as exc:
+                    return self._failed(exc, advanced)
+                state = self._next_state(reply, chunk)
+                if state is None:
                     return advanced
-                reply = None
-                if kind == "llm":
-                    try:
-                        reply = await self.llm.acomplete(payload)
-                    except Exception as exc:
-                        return self._failed(exc, advanced)
-                elif (await self.store.aget_state(self.session_id, SUMMARY_STATE_KEY) or {}) == (
-                    self._summary
-                ):
-                    await self.store.aset_state(self.session_id, SUMMARY_STATE_KEY, payload)
-                    self._set_summary(payload)
-                    advanced = True
-                else:
-                    return advanced
+                stored = yield from call(
+                    store.get_state, store.aget_state, session_id, SUMMARY_STATE_KEY
+                )
+                if (stored or {}) != self._summary:
+                    return advanced  # another writer advanced the summary meanwhile
+                yield from call(
+                    store.set_state, store.aset_state, session_id, SUMMARY_STATE_KEY, state
+                )
+                self._set_summary(state)
+                advanced = True
+                self.last_error = None
+            return advanced
         finally:
             self._summarizing.release()
 
@@ -286,40 +272,26 @@ class SummaryBufferMemory(ShortTermMemory):
         )
         return advanced
 
-    def _steps(self) -> Generator[_Step, str | None, None]:
-        """The summarizing plan, shared by the sync and async drivers.
-
-        Yields ``("llm", prompt)`` and receives the reply, then ``("save", state)``; repeats
-        chunk by chunk until the messages after the watermark fit their share of the budget.
-        """
-        while True:
-            chunk = self._next_chunk()
-            if not chunk:
-                return
-            reply = yield ("llm", self._prompt(chunk))
-            text = (reply or "").strip() if isinstance(reply, str) else ""
-            if not text:
-                self._failed(ValueError("the summarizer returned no text"), False)
-                return
-            if self.token_counter.count_text(text) > self.summary_max_tokens:
-                logger.warning(
-                    "summary of session %r exceeded summary_max_tokens=%d and was cut",
-                    self.session_id,
-                    self.summary_max_tokens,
-                )
-                text = self.token_counter.truncate_text(text, self.summary_max_tokens)
-            last_seq = self._log.seqs[chunk[-1]]
-            yield (
-                "save",
-                {
-                    "version": 1,
-                    "text": text,
-                    "watermark": last_seq,
-                    "covered": int(self._summary.get("covered", 0)) + len(chunk),
-                    "updated_at": _iso(utcnow()),
-                },
+    def _next_state(self, reply: object, chunk: Sequence[int]) -> dict[str, Any] | None:
+        """The state to save for ``reply`` covering ``chunk`` (``None``: no usable text)."""
+        text = reply.strip() if isinstance(reply, str) else ""
+        if not text:
+            self._failed(ValueError("the summarizer returned no text"), False)
+            return None
+        if self.token_counter.count_text(text) > self.summary_max_tokens:
+            logger.warning(
+                "summary of session %r exceeded summary_max_tokens=%d and was cut",
+                self.session_id,
+                self.summary_max_tokens,
             )
-            self.last_error = None
+            text = self.token_counter.truncate_text(text, self.summary_max_tokens)
+        return {
+            "version": 1,
+            "text": text,
+            "watermark": self._log.seqs[chunk[-1]],
+            "covered": int(self._summary.get("covered", 0)) + len(chunk),
+            "updated_at": utcnow().isoformat(),
+        }
 
     def _next_chunk(self) -> list[int]:
         """Indexes of the oldest messages after the watermark to summarize next (or none)."""
@@ -373,7 +345,3 @@ def _transcript_line(message: Message) -> str:
     parts = [message.content] if message.content else []
     parts.extend(f"[calls {c.name}({c.arguments})]" for c in message.tool_calls)
     return f"{who}: {' '.join(parts)}"
-
-
-def _iso(moment: datetime) -> str:
-    return moment.isoformat()
