@@ -12,10 +12,12 @@ import math
 import os
 import re
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from agentmem._async import run_in_executor
+from agentmem._sansio import Program, async_twin, blocking, call, twin
 from agentmem.errors import (
     ConfigurationError,
     LLMConnectionError,
@@ -202,36 +204,58 @@ class OpenAIClientOwner:
             return str(client.base_url)
         return self._base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
 
-    def close(self) -> None:
-        """Close the sync HTTP client this object built (injected clients are left open).
+    @twin
+    def close(self) -> Program[None]:
+        """Close the HTTP clients this object built (injected clients are left open).
 
-        An async client built here needs :meth:`aclose`.
+        An async client built here can only be closed by :meth:`aclose`; ``close`` leaves
+        it open.
         """
         with self._lock:
-            client = self._client if self._client in self._owned else None
-            if client is not None:
-                self._owned.remove(client)
-                self._client = None
-        if client is not None:
-            client.close()
-
-    async def aclose(self) -> None:
-        """Close every HTTP client this object built, sync and async."""
-        with self._lock:
-            owned, self._owned = self._owned, []
-            self._client = None if self._client in owned else self._client
-            self._async_client = None if self._async_client in owned else self._async_client
+            owned = list(self._owned)
         for client in owned:
-            if isinstance(client, self._openai.AsyncOpenAI):
-                await client.close()
-            else:
-                client.close()
+            if not isinstance(client, self._openai.AsyncOpenAI):
+                self._forget(client)
+                yield from blocking(client.close)
+            elif (yield from call(_cannot_await, _aclose_client, client)):
+                self._forget(client)
+
+    aclose = async_twin(close)
+    """Close every HTTP client this object built, sync and async."""
 
     # -- internals -------------------------------------------------------------------------
 
-    def _sync_in_thread(self) -> bool:
-        """Whether async calls must run the injected sync client in a thread."""
-        return self._async_client is None and self._client is not None
+    def _send(self, endpoint: Callable[[Any], Any], kwargs: dict[str, Any]) -> Program[Any]:
+        """One API request, ``endpoint(client)(**kwargs)``, as a program: on the sync client,
+        or awaited on the async one (the injected sync client in a worker thread when it is
+        the only one). SDK errors come back as agentmem errors."""
+        return (yield from call(self._create, self._acreate, endpoint, kwargs))
+
+    def _create(self, endpoint: Callable[[Any], Any], kwargs: dict[str, Any]) -> Any:
+        client = self._sync_client()
+        try:
+            return endpoint(client)(**kwargs)
+        except self._sdk_errors as exc:
+            raise self._map_error(exc, client) from exc
+
+    async def _acreate(self, endpoint: Callable[[Any], Any], kwargs: dict[str, Any]) -> Any:
+        if self._async_client is None and self._client is not None:
+            return await run_in_executor(self._create, endpoint, kwargs)
+        client = self._get_async_client()
+        try:
+            return await endpoint(client)(**kwargs)
+        except self._sdk_errors as exc:
+            raise self._map_error(exc, client) from exc
+
+    def _forget(self, client: Any) -> None:
+        """Drop a client built here from the owned ones (before closing it)."""
+        with self._lock:
+            if client in self._owned:
+                self._owned.remove(client)
+            if self._client is client:
+                self._client = None
+            if self._async_client is client:
+                self._async_client = None
 
     def _sync_client(self) -> openai.OpenAI:
         with self._lock:
@@ -289,3 +313,13 @@ class OpenAIClientOwner:
             keys=(*self._keys(), getattr(client, "api_key", None)),
             hints=self._hints,
         )
+
+
+def _cannot_await(client: Any) -> bool:
+    """Sync face of closing an async client: it cannot be awaited here, so it stays open."""
+    return False
+
+
+async def _aclose_client(client: Any) -> bool:
+    await client.close()
+    return True

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import functools
 import types
-from collections.abc import Awaitable, Callable, Generator, Hashable
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Hashable
 from typing import Any, Concatenate, Generic, ParamSpec, TypeAlias, TypeVar, overload
 
 from agentmem._async import run_in_executor
@@ -281,7 +281,9 @@ class _AsyncTwin(Generic[S, P, R]):
     def __get__(self, obj: None, owner: type[Any] | None = None) -> _AsyncTwin[S, P, R]: ...
 
     @overload
-    def __get__(self, obj: S, owner: type[Any] | None = None) -> Callable[P, Awaitable[R]]: ...
+    def __get__(
+        self, obj: S, owner: type[Any] | None = None
+    ) -> Callable[P, Coroutine[Any, Any, R]]: ...
 
     def __get__(self, obj: S | None, owner: type[Any] | None = None) -> Any:
         if obj is None:

@@ -23,6 +23,7 @@ from typing import Literal, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from agentmem._sansio import Program, async_twin, call, twin
 from agentmem.embeddings.base import Embedder, validate_text, validate_texts
 from agentmem.errors import ConfigurationError
 
@@ -172,39 +173,30 @@ class CachedEmbedder:
 
     # -- Embedder --------------------------------------------------------------------------
 
-    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+    @twin
+    def embed_documents(self, texts: Sequence[str]) -> Program[list[list[float]]]:
         """Vectors of ``texts``; only texts not cached are sent to the inner embedder."""
         items = validate_texts(texts)
         keys, found, missing = self._lookup(items, "document")
         if missing:
-            vectors = self.inner.embed_documents(list(missing))
+            inner = self.inner
+            vectors = yield from call(inner.embed_documents, inner.aembed_documents, list(missing))
             self._store(missing, vectors, found)
         return [found[key].tolist() for key in keys]
 
-    async def aembed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        """Async twin of :meth:`embed_documents` (misses go to ``inner.aembed_documents``)."""
-        items = validate_texts(texts)
-        keys, found, missing = self._lookup(items, "document")
-        if missing:
-            vectors = await self.inner.aembed_documents(list(missing))
-            self._store(missing, vectors, found)
-        return [found[key].tolist() for key in keys]
+    aembed_documents = async_twin(embed_documents)
 
-    def embed_query(self, text: str) -> list[float]:
+    @twin
+    def embed_query(self, text: str) -> Program[list[float]]:
         """Vector of a query (cached apart from documents)."""
         item = validate_text(text)
         keys, found, missing = self._lookup([item], "query")
         if missing:
-            self._store(missing, [self.inner.embed_query(item)], found)
+            vector = yield from call(self.inner.embed_query, self.inner.aembed_query, item)
+            self._store(missing, [vector], found)
         return list(found[keys[0]].tolist())
 
-    async def aembed_query(self, text: str) -> list[float]:
-        """Async twin of :meth:`embed_query`."""
-        item = validate_text(text)
-        keys, found, missing = self._lookup([item], "query")
-        if missing:
-            self._store(missing, [await self.inner.aembed_query(item)], found)
-        return list(found[keys[0]].tolist())
+    aembed_query = async_twin(embed_query)
 
     # -- internals -------------------------------------------------------------------------
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from agentmem._async import run_in_executor
 from agentmem._openai_common import STATUS_HINTS, OpenAIClientOwner, check_positive_int
+from agentmem._sansio import Program, async_twin, drive, twin
 from agentmem.embeddings.base import check_dimension, validate_text, validate_texts
 from agentmem.errors import ConfigurationError, LLMResponseError
 
@@ -106,14 +106,15 @@ class OpenAIEmbedder(OpenAIClientOwner):
     def dimension(self) -> int:
         """Vector length: ``dimensions``, the known size of an OpenAI model, or probed."""
         if self._dimension is None:
-            vector = self._request([_PROBE])[0]
+            vector = drive(self._embed([_PROBE]))[0]
             with self._lock:
                 self._dimension = len(vector)
         return self._dimension
 
     # -- Embedder --------------------------------------------------------------------------
 
-    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+    @twin
+    def embed_documents(self, texts: Sequence[str]) -> Program[list[list[float]]]:
         """One vector per text, ``batch_size`` texts per request.
 
         Raises:
@@ -123,24 +124,17 @@ class OpenAIEmbedder(OpenAIClientOwner):
         items = validate_texts(texts)
         out: list[list[float]] = []
         for start in range(0, len(items), self.batch_size):
-            out.extend(self._request(items[start : start + self.batch_size]))
+            out.extend((yield from self._embed(items[start : start + self.batch_size])))
         return out
 
-    def embed_query(self, text: str) -> list[float]:
+    aembed_documents = async_twin(embed_documents)
+
+    @twin
+    def embed_query(self, text: str) -> Program[list[float]]:
         """The vector of a query."""
-        return self._request([validate_text(text)])[0]
+        return (yield from self._embed([validate_text(text)]))[0]
 
-    async def aembed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        """Async twin of :meth:`embed_documents`."""
-        items = validate_texts(texts)
-        out: list[list[float]] = []
-        for start in range(0, len(items), self.batch_size):
-            out.extend(await self._arequest(items[start : start + self.batch_size]))
-        return out
-
-    async def aembed_query(self, text: str) -> list[float]:
-        """Async twin of :meth:`embed_query`."""
-        return (await self._arequest([validate_text(text)]))[0]
+    aembed_query = async_twin(embed_query)
 
     # -- internals -------------------------------------------------------------------------
 
@@ -150,22 +144,8 @@ class OpenAIEmbedder(OpenAIClientOwner):
             kwargs["dimensions"] = self.dimensions
         return kwargs
 
-    def _request(self, batch: list[str]) -> list[list[float]]:
-        client = self._sync_client()
-        try:
-            response = client.embeddings.create(**self._kwargs(batch))
-        except self._sdk_errors as exc:
-            raise self._map_error(exc, client) from exc
-        return self._vectors(response, len(batch))
-
-    async def _arequest(self, batch: list[str]) -> list[list[float]]:
-        if self._sync_in_thread():
-            return await run_in_executor(self._request, batch)
-        client = self._get_async_client()
-        try:
-            response = await client.embeddings.create(**self._kwargs(batch))
-        except self._sdk_errors as exc:
-            raise self._map_error(exc, client) from exc
+    def _embed(self, batch: list[str]) -> Program[list[list[float]]]:
+        response = yield from self._send(_embeddings, self._kwargs(batch))
         return self._vectors(response, len(batch))
 
     def _vectors(self, response: Any, expected: int) -> list[list[float]]:
@@ -179,3 +159,7 @@ class OpenAIEmbedder(OpenAIClientOwner):
         if self._dimension is not None:
             check_dimension(vectors, self._dimension, source=self._where())
         return vectors
+
+
+def _embeddings(client: Any) -> Any:
+    return client.embeddings.create

@@ -1,7 +1,8 @@
 """Chat models: the protocol agentmem needs and validated JSON completion.
 
 * :mod:`~agentmem.llm.base`: :class:`ChatModel`, :class:`StructuredChatModel`,
-  :func:`complete_json` and :func:`acomplete_json`;
+  :func:`complete_json` and :func:`acomplete_json` (and :func:`complete_json_program`,
+  the same as a program to compose);
 * :mod:`~agentmem.llm.openai`: :class:`~agentmem.llm.openai.OpenAIChatModel` (needs the
   ``openai`` extra; imported on first use).
 
@@ -18,6 +19,18 @@ Example:
     True
 """
 
-from agentmem.llm.base import ChatModel, StructuredChatModel, acomplete_json, complete_json
+from agentmem.llm.base import (
+    ChatModel,
+    StructuredChatModel,
+    acomplete_json,
+    complete_json,
+    complete_json_program,
+)
 
-__all__ = ["ChatModel", "StructuredChatModel", "acomplete_json", "complete_json"]
+__all__ = [
+    "ChatModel",
+    "StructuredChatModel",
+    "acomplete_json",
+    "complete_json",
+    "complete_json_program",
+]

@@ -27,15 +27,17 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
 
 from agentmem._async import run_in_executor
+from agentmem._sansio import Program, adrive, call, drive
 from agentmem.errors import ConfigurationError, InvalidMessageError, LLMOutputError
 
 __all__ = [
@@ -43,6 +45,7 @@ __all__ = [
     "StructuredChatModel",
     "acomplete_json",
     "complete_json",
+    "complete_json_program",
 ]
 
 logger = logging.getLogger(__name__)
@@ -143,19 +146,7 @@ def complete_json(
         >>> complete_json(Yes(), [{"role": "user", "content": "ok?"}], Answer).ok
         True
     """
-    _check_options(schema, max_retries)
-    native = getattr(llm, "complete_json", None)
-    if callable(native):
-        return _coerce_native(native(messages, schema, max_retries=max_retries), schema)
-    complete = _require_method(llm, "complete")
-    exchange = _json_exchange(_as_dicts(messages), schema, max_retries)
-    prompt = next(exchange)
-    while True:
-        reply = complete(prompt)
-        try:
-            prompt = exchange.send(reply)
-        except StopIteration as done:
-            return cast(ModelT, done.value)
+    return drive(complete_json_program(llm, messages, schema, max_retries=max_retries))
 
 
 async def acomplete_json(
@@ -165,53 +156,50 @@ async def acomplete_json(
     *,
     max_retries: int = 2,
 ) -> ModelT:
-    """Async twin of :func:`complete_json` (same retries, same errors).
+    """Async twin of :func:`complete_json` (same retries, same errors; a model without
+    ``acomplete`` / ``acomplete_json`` has its sync method run in a worker thread)."""
+    return await adrive(complete_json_program(llm, messages, schema, max_retries=max_retries))
 
-    Uses the model's ``acomplete_json`` when it has one, else its ``acomplete``
-    (falling back to ``complete`` in a worker thread if it has no async method).
+
+def complete_json_program(
+    llm: ChatModel,
+    messages: Sequence[Mapping[str, Any]],
+    schema: type[ModelT],
+    *,
+    max_retries: int = 2,
+) -> Program[ModelT]:
+    """:func:`complete_json` as a program (:mod:`agentmem._sansio`), for callers that
+    compose it into their own: the one implementation of the retry policy.
+
+    The model's own ``complete_json`` / ``acomplete_json`` are used when it has
+    ``complete_json``; otherwise each attempt is one ``complete`` / ``acomplete`` request.
 
     Example:
-        >>> answer = await acomplete_json(llm, messages, Answer)  # doctest: +SKIP
+        >>> from agentmem._sansio import drive
+        >>> from pydantic import BaseModel
+        >>> class Answer(BaseModel):
+        ...     ok: bool
+        >>> class Yes:
+        ...     def complete(self, messages):
+        ...         return '{"ok": true}'
+        >>> drive(complete_json_program(Yes(), [{"role": "user", "content": "?"}], Answer))
+        Answer(ok=True)
     """
     _check_options(schema, max_retries)
-    native = getattr(llm, "acomplete_json", None)
+    native = getattr(llm, "complete_json", None)
     if callable(native):
-        return _coerce_native(await native(messages, schema, max_retries=max_retries), schema)
-    acomplete = getattr(llm, "acomplete", None)
-    if not callable(acomplete):
-        complete = _require_method(llm, "complete")
-
-        async def acomplete(prompt: ChatMessages) -> str:
-            return await run_in_executor(complete, prompt)
-
-    exchange = _json_exchange(_as_dicts(messages), schema, max_retries)
-    prompt = next(exchange)
-    while True:
-        reply = await acomplete(prompt)
-        try:
-            prompt = exchange.send(reply)
-        except StopIteration as done:
-            return cast(ModelT, done.value)
-
-
-# -- the one implementation of the retry logic ---------------------------------------------
-
-
-def _json_exchange(
-    messages: ChatMessages, schema: type[ModelT], max_retries: int
-) -> Generator[ChatMessages, Any, ModelT]:
-    """Yield prompts, receive replies; return the validated object or raise LLMOutputError.
-
-    The sync and async drivers only move replies in and prompts out, so the retry policy
-    lives here once.
-    """
-    base = _with_json_instruction(messages, schema)
+        anative = _async_face(llm, "acomplete_json", native)
+        result = yield from call(native, anative, messages, schema, max_retries=max_retries)
+        return _coerce_native(result, schema)
+    complete = _require_method(llm, "complete")
+    acomplete = _async_face(llm, "acomplete", complete)
+    base = _with_json_instruction(_as_dicts(messages), schema)
     prompt = base
     attempts = max_retries + 1
-    raw = ""
+    raw: object = ""
     error = ""
     for attempt in range(1, attempts + 1):
-        raw = yield prompt
+        raw = yield from call(complete, acomplete, prompt)
         if not isinstance(raw, str):
             msg = (
                 f"the chat model returned {type(raw).__name__}, expected str; "
@@ -233,7 +221,15 @@ def _json_exchange(
         f"the model's output did not match {schema.__name__} after {attempts} {noun}: "
         f"{error}. Raise max_retries, use a stronger model, or enable JSON mode."
     )
-    raise LLMOutputError(msg, raw_output=raw, attempts=attempts)
+    raise LLMOutputError(msg, raw_output=str(raw), attempts=attempts)
+
+
+def _async_face(llm: object, name: str, sync: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
+    """``llm``'s async method ``name``, else ``sync`` run in a worker thread."""
+    method = getattr(llm, name, None)
+    if callable(method):
+        return cast(Callable[..., Awaitable[Any]], method)
+    return functools.partial(run_in_executor, sync)
 
 
 class _InvalidOutputError(ValueError):

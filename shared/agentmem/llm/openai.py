@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from pydantic import BaseModel
 
-from agentmem._async import run_in_executor
 from agentmem._openai_common import OpenAIClientOwner, check_number
+from agentmem._sansio import Program, async_twin, twin
 from agentmem.errors import ConfigurationError, LLMResponseError
-from agentmem.llm.base import _as_dicts, acomplete_json, complete_json
+from agentmem.llm.base import _as_dicts, complete_json_program
 
 if TYPE_CHECKING:
     import openai
@@ -99,7 +99,8 @@ class OpenAIChatModel(OpenAIClientOwner):
 
     # -- ChatModel -------------------------------------------------------------------------
 
-    def complete(self, messages: Sequence[Mapping[str, Any]]) -> str:
+    @twin
+    def complete(self, messages: Sequence[Mapping[str, Any]]) -> Program[str]:
         """The first choice's text ("" when the model returned no content).
 
         Raises:
@@ -107,15 +108,14 @@ class OpenAIChatModel(OpenAIClientOwner):
             LLMConnectionError: The endpoint could not be reached.
             LLMResponseError: The server answered an error status or a malformed body.
         """
-        return self._complete(messages, json_mode=False)
+        return (yield from self._completion(messages, json_mode=False))
 
-    async def acomplete(self, messages: Sequence[Mapping[str, Any]]) -> str:
-        """Async twin of :meth:`complete`."""
-        return await self._acomplete(messages, json_mode=False)
+    acomplete = async_twin(complete)
 
+    @twin
     def complete_json(
         self, messages: Sequence[Mapping[str, Any]], schema: type[ModelT], *, max_retries: int = 2
-    ) -> ModelT:
+    ) -> Program[ModelT]:
         """Validated JSON completion (see :func:`agentmem.llm.complete_json`), in JSON mode.
 
         Example:
@@ -126,34 +126,20 @@ class OpenAIChatModel(OpenAIClientOwner):
             >>> llm.complete_json(ask, Title)  # doctest: +SKIP
             Title(title='...')
         """
-        return complete_json(_JSONMode(self), messages, schema, max_retries=max_retries)
+        json_mode = _JSONMode(self)
+        return (
+            yield from complete_json_program(json_mode, messages, schema, max_retries=max_retries)
+        )
 
-    async def acomplete_json(
-        self, messages: Sequence[Mapping[str, Any]], schema: type[ModelT], *, max_retries: int = 2
-    ) -> ModelT:
-        """Async twin of :meth:`complete_json`."""
-        return await acomplete_json(_JSONMode(self), messages, schema, max_retries=max_retries)
+    acomplete_json = async_twin(complete_json)
 
     # -- internals -------------------------------------------------------------------------
 
-    def _complete(self, messages: Sequence[Mapping[str, Any]], *, json_mode: bool) -> str:
+    def _completion(
+        self, messages: Sequence[Mapping[str, Any]], *, json_mode: bool
+    ) -> Program[str]:
         request = self._request(messages, json_mode=json_mode)
-        client = self._sync_client()
-        try:
-            response = client.chat.completions.create(**request)
-        except self._sdk_errors as exc:
-            raise self._map_error(exc, client) from exc
-        return self._content(response)
-
-    async def _acomplete(self, messages: Sequence[Mapping[str, Any]], *, json_mode: bool) -> str:
-        if self._sync_in_thread():
-            return await run_in_executor(self._complete, messages, json_mode=json_mode)
-        request = self._request(messages, json_mode=json_mode)
-        client = self._get_async_client()
-        try:
-            response = await client.chat.completions.create(**request)
-        except self._sdk_errors as exc:
-            raise self._map_error(exc, client) from exc
+        response = yield from self._send(_chat_completions, request)
         return self._content(response)
 
     def _request(self, messages: Sequence[Mapping[str, Any]], *, json_mode: bool) -> dict[str, Any]:
@@ -183,8 +169,12 @@ class _JSONMode:
     def __init__(self, llm: OpenAIChatModel) -> None:
         self._llm = llm
 
-    def complete(self, messages: Sequence[Mapping[str, Any]]) -> str:
-        return self._llm._complete(messages, json_mode=self._llm.json_mode)
+    @twin
+    def complete(self, messages: Sequence[Mapping[str, Any]]) -> Program[str]:
+        return (yield from self._llm._completion(messages, json_mode=self._llm.json_mode))
 
-    async def acomplete(self, messages: Sequence[Mapping[str, Any]]) -> str:
-        return await self._llm._acomplete(messages, json_mode=self._llm.json_mode)
+    acomplete = async_twin(complete)
+
+
+def _chat_completions(client: Any) -> Any:
+    return client.chat.completions.create
