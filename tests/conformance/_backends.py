@@ -1,4 +1,11 @@
-"""How the conformance suite opens each backend, in this process or in a spawned child.
+"""How the conformance suite opens each backend, in this process or in a spawned child,
+and in which mode it calls it.
+
+Every behaviour is written once, calling the sync names (``store.append(...)``), and runs in
+both modes: in ``"sync"`` mode the test gets the store itself; in ``"async"`` mode an
+:class:`AsyncFace`, whose sync names await the store's async twins (``store.aappend(...)``)
+on one background event loop. Calls from many threads become concurrent tasks on that loop,
+so the concurrency tests exercise concurrent async callers too.
 
 Everything here is importable by name and picklable, because ``multiprocessing`` with the
 ``spawn`` context re-imports it in each child.
@@ -6,10 +13,12 @@ Everything here is importable by name and picklable, because ``multiprocessing``
 
 from __future__ import annotations
 
+import asyncio
 import itertools
-from collections.abc import Sequence
+import threading
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from agentmem.stores.base import SessionStore, StoredMessage
 from agentmem.stores.memory import InMemorySessionStore
@@ -18,14 +27,69 @@ from agentmem.types import Message
 
 __all__ = [
     "BACKENDS",
+    "MODES",
+    "AsyncFace",
     "StoreSpec",
     "append_worker",
     "assert_writers_intact",
     "open_redis_store",
     "tagged",
+    "unwrap",
 ]
 
 BACKENDS = ("memory", "sqlite", "redis")
+MODES = ("sync", "async")
+
+# The sync names of the SessionStore protocol; each has an async twin named "a" + name.
+_TWINNED = frozenset(
+    {"append", "read", "read_last", "count", "last_seq", "get_state", "set_state"}
+    | {"delete_state", "clear", "sessions", "close"}
+)
+
+_loop: asyncio.AbstractEventLoop | None = None
+_loop_lock = threading.Lock()
+
+
+def _background_loop() -> asyncio.AbstractEventLoop:
+    """One event loop per process, running in a daemon thread (asyncio clients such as
+    redis.asyncio's stay bound to the loop that first used them, so all calls use this one)."""
+    global _loop
+    with _loop_lock:
+        if _loop is None:
+            _loop = asyncio.new_event_loop()
+            threading.Thread(target=_loop.run_forever, name="async-face", daemon=True).start()
+        return _loop
+
+
+async def _awaited(awaitable: Awaitable[Any]) -> Any:
+    return await awaitable
+
+
+class AsyncFace:
+    """A session store called through its async twins: ``face.read(...)`` is
+    ``await store.aread(...)``, run on the background loop; the ``a*`` names and everything
+    else are the store's own. Thread-safe."""
+
+    def __init__(self, store: SessionStore) -> None:
+        self.store = store
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in _TWINNED:
+            return getattr(self.store, name)
+        twin: Callable[..., Awaitable[Any]] = getattr(self.store, "a" + name)
+
+        def run(*args: Any, **kwargs: Any) -> Any:
+            future = asyncio.run_coroutine_threadsafe(
+                _awaited(twin(*args, **kwargs)), _background_loop()
+            )
+            return future.result()
+
+        return run
+
+
+def unwrap(store: SessionStore) -> SessionStore:
+    """The store behind a face (or the store itself, in sync mode)."""
+    return store.store if isinstance(store, AsyncFace) else store
 
 
 def open_redis_store(url: str, prefix: str) -> SessionStore:
@@ -40,18 +104,25 @@ def open_redis_store(url: str, prefix: str) -> SessionStore:
 class StoreSpec:
     """Where a backend's data lives, so another handle (or process) can open the same store.
 
-    ``target`` is the SQLite path or the Redis URL; ``prefix`` the Redis key prefix.
+    ``target`` is the SQLite path or the Redis URL; ``prefix`` the Redis key prefix;
+    ``mode`` how :meth:`open`'s store is called (``"sync"`` or ``"async"``, see the module).
     """
 
     backend: str
     target: str = ""
     prefix: str = ""
+    mode: str = "sync"
 
     @property
     def reopenable(self) -> bool:
         return self.backend != "memory"
 
     def open(self) -> SessionStore:
+        """A new handle on the store, called in this spec's mode."""
+        store = self._open_store()
+        return cast("SessionStore", AsyncFace(store)) if self.mode == "async" else store
+
+    def _open_store(self) -> SessionStore:
         if self.backend == "memory":
             return InMemorySessionStore()
         if self.backend == "sqlite":
@@ -72,7 +143,8 @@ def tagged(writer: int, index: int) -> Message:
 def append_worker(
     spec: StoreSpec, session_id: str, writer: int, n: int, barrier: Any, results: Any
 ) -> None:
-    """Child-process body: open the store, wait for the others, append ``n`` tagged messages."""
+    """Child-process body: open the store (in the spec's mode), wait for the others, append
+    ``n`` tagged messages."""
     store = spec.open()
     try:
         barrier.wait(timeout=120)

@@ -1,7 +1,9 @@
-"""Fixtures of the store conformance suite: every test runs once per backend.
+"""Fixtures of the store conformance suite: every test runs once per backend and mode.
 
-* ``store_spec``: where the backend keeps its data (param: memory, sqlite, redis);
-* ``session_store``: an open store on that spec, closed after the test;
+* ``mode``: how the test's calls reach the store (param: sync, async): ``store.append(...)``
+  itself, or ``await store.aappend(...)`` on a background event loop (see ``_backends``);
+* ``store_spec``: where the backend keeps its data (param: memory, sqlite, redis), and the mode;
+* ``session_store``: an open store on that spec, called in that mode, closed after the test;
 * ``store_factory``: the spec, for tests that open a second handle or a child process
   (skips for ``memory``, whose data lives in one object).
 
@@ -18,24 +20,31 @@ from pathlib import Path
 import pytest
 
 from agentmem.stores.base import SessionStore
-from tests.conformance._backends import BACKENDS, StoreSpec
+from tests.conformance._backends import BACKENDS, MODES, StoreSpec
+
+
+@pytest.fixture(params=MODES)
+def mode(request: pytest.FixtureRequest) -> str:
+    """``"sync"``: tests call the store's methods; ``"async"``: the same calls await the
+    store's async twins (``append`` -> ``aappend``)."""
+    return str(request.param)
 
 
 @pytest.fixture(
     params=[pytest.param(b, marks=pytest.mark.integration) if b == "redis" else b for b in BACKENDS]
 )
-def store_spec(request: pytest.FixtureRequest, tmp_path: Path) -> StoreSpec:
+def store_spec(request: pytest.FixtureRequest, tmp_path: Path, mode: str) -> StoreSpec:
     backend: str = request.param
     if backend == "sqlite":
-        return StoreSpec("sqlite", str(tmp_path / "sessions.db"))
+        return StoreSpec("sqlite", str(tmp_path / "sessions.db"), mode=mode)
     if backend == "redis":
         pytest.importorskip("agentmem.stores.redis")
         try:
             url = request.getfixturevalue("redis_url")
         except pytest.FixtureLookupError:
             pytest.skip("no redis_url fixture (tests/conftest.py) yet")
-        return StoreSpec("redis", str(url), prefix=f"conf-{uuid.uuid4().hex[:12]}")
-    return StoreSpec(backend)
+        return StoreSpec("redis", str(url), prefix=f"conf-{uuid.uuid4().hex[:12]}", mode=mode)
+    return StoreSpec(backend, mode=mode)
 
 
 @pytest.fixture

@@ -1,4 +1,8 @@
-"""Behaviour every session store backend must have (see ``stores/base.py``)."""
+"""Behaviour every session store backend must have (see ``stores/base.py``).
+
+Each test runs in both modes (the ``mode`` fixture): written with the sync names, its calls
+reach the async twins in ``"async"`` mode (see ``_backends.AsyncFace``).
+"""
 
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ from agentmem.errors import (
 )
 from agentmem.stores.base import MAX_SESSION_ID_LENGTH, SessionStore
 from agentmem.types import Message, ToolCall
+from tests.conformance._backends import AsyncFace, unwrap
 
 
 def msgs(*contents: str) -> list[Message]:
@@ -32,7 +37,7 @@ def contents(store: SessionStore, session_id: str, **kw: Any) -> list[str]:
 
 
 def test_satisfies_the_protocol(session_store: SessionStore) -> None:
-    assert isinstance(session_store, SessionStore)
+    assert isinstance(unwrap(session_store), SessionStore)
 
 
 # -- the log ---------------------------------------------------------------------------------
@@ -347,30 +352,18 @@ def test_use_after_close_raises_for_session_calls(session_store: SessionStore) -
     assert worked == [], "these methods still worked after close()"
 
 
-# -- async twins -----------------------------------------------------------------------------
+# -- both faces of one store -----------------------------------------------------------------
 
 
-async def test_async_twins_match_sync(session_store: SessionStore) -> None:
-    s = session_store
-    a_seqs = await s.aappend("s1", msgs("a", "b", "c"))
-    assert a_seqs == [m.seq for m in s.read("s1")]
-    assert await s.aread("s1") == s.read("s1")
-    assert await s.aread("s1", after=a_seqs[0], limit=1) == s.read("s1", after=a_seqs[0], limit=1)
-    assert await s.aread_last("s1", 2) == s.read_last("s1", 2)
-    assert await s.acount("s1") == s.count("s1") == 3
-    assert await s.alast_seq("s1") == s.last_seq("s1") == a_seqs[-1]
-    await s.aset_state("s1", "k", {"v": [1, "二"]})
-    assert await s.aget_state("s1", "k") == s.get_state("s1", "k") == {"v": [1, "二"]}
-    with pytest.raises(InvalidValueError):
-        await s.aset_state("s1", "k", {"v": math.nan})
-    with pytest.raises(InvalidSessionIdError):
-        await s.aread("bad id")
-    assert await s.asessions() == s.sessions() == ["s1"]
-    await s.adelete_state("s1", "k")
-    assert await s.aget_state("s1", "k") is None
-    await s.aclear("s1")
-    assert await s.acount("s1") == 0
-    assert (await s.aappend("s1", msgs("d")))[0] > a_seqs[-1]
-    await s.aclose()
-    with pytest.raises(StoreClosedError):
-        await s.acount("s1")
+def test_sync_and_async_calls_share_one_store(session_store: SessionStore, mode: str) -> None:
+    store = unwrap(session_store)
+    other = store if mode == "async" else AsyncFace(store)  # the other mode's calls
+    seqs = session_store.append("s1", msgs("a", "b"))
+    assert other.read("s1") == session_store.read("s1")
+    assert other.append("s1", msgs("c"))[0] > seqs[-1]
+    assert session_store.read_last("s1", 1) == other.read_last("s1", 1)
+    other.set_state("s1", "k", {"v": [1, "二"]})
+    assert session_store.get_state("s1", "k") == {"v": [1, "二"]}
+    session_store.clear("s1")
+    assert other.count("s1") == 0
+    assert other.sessions() == []

@@ -1,4 +1,9 @@
-"""Concurrent writers (threads and processes) and reopening a store."""
+"""Concurrent writers (threads and processes) and reopening a store, in both modes.
+
+In ``"async"`` mode every writer thread's calls run as tasks on one event loop (see
+``_backends.AsyncFace``), so the same tests cover concurrent asyncio callers; child
+processes and reopened handles use the mode too.
+"""
 
 from __future__ import annotations
 
