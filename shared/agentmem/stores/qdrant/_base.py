@@ -1,41 +1,36 @@
 """The store logic both Qdrant backends share, written once (private).
 
-Each public operation is a generator that validates its input, then yields :class:`Op`
-requests ("retrieve these ids", "run this query", ...) and receives their results. A backend
-implements the requests as ``_op_<name>`` methods (and, when it has a native async client,
-``_aop_<name>`` coroutines); :meth:`QdrantStoreBase._run` and :meth:`QdrantStoreBase._arun`
-drive the generator with one or the other. So sync and async twins run the same logic, and
-all validation happens before the first write is yielded: bad input leaves the store as it was.
+Each operation is a program (:mod:`agentmem._sansio`): it validates its input, then asks
+the backend's *engine* — typed programs such as :meth:`QdrantStoreBase._retrieve` and
+:meth:`QdrantStoreBase._query` — for the I/O. A backend writes its engine once: the Edge
+store as blocking calls (``blocking``), the qdrant-client store as ``call(client.x,
+async_client.x, ...)``. So sync and async twins run the same logic, and all validation
+happens before the first write: bad input leaves the store as it was.
+
+:meth:`QdrantStoreBase._session` decides how an operation runs: natively on an async client
+when the backend has one, else whole on a worker thread (``blocking``) under the backend's
+guard (:meth:`QdrantStoreBase._drive`: Edge's mutex, the local-mode lock).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Generator, Mapping, Sequence
-from typing import Any, Literal, NamedTuple, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, TypeVar
 
-from agentmem._async import run_in_executor
+from agentmem._sansio import Program, async_twin, blocking, drive, twin
 from agentmem.errors import InvalidValueError, MemoryNotFoundError, StoreClosedError
 from agentmem.long_term.records import MemoryRecord, RecordFilter, Scope
 from agentmem.long_term.store import Boost, FusionPlan, ScoredRecord, SparseVector
 from agentmem.stores.qdrant import _common as qc
+from agentmem.stores.qdrant._fused import qdrant_fused_program
 
-__all__ = ["Op", "QdrantStoreBase", "Steps"]
+__all__ = ["QdrantStoreBase"]
 
 logger = logging.getLogger("agentmem.long_term")
 
 T = TypeVar("T")
 OrderKey = Literal["created_ts", "last_accessed_ts"]
-
-
-class Op(NamedTuple):
-    """A request to the backend: method ``_op_<name>`` called with ``args``."""
-
-    name: str
-    args: tuple[Any, ...]
-
-
-Steps = Generator[Op, Any, T]
 
 
 class QdrantStoreBase:
@@ -50,51 +45,78 @@ class QdrantStoreBase:
         """Size of the dense vectors of the collection."""
         return self._dimension
 
-    # -- drivers -----------------------------------------------------------------------
+    # -- how operations run ------------------------------------------------------------
 
     def _check_open(self) -> None:
         if self._closed:
             msg = f"{type(self).__name__} is closed; open a new store to use it again"
             raise StoreClosedError(msg)
 
-    def _run(self, steps: Steps[T]) -> T:
-        self._check_open()
-        try:
-            op = next(steps)
-            while True:
-                op = steps.send(getattr(self, f"_op_{op.name}")(*op.args))
-        except StopIteration as stop:
-            result: T = stop.value
-            return result
+    def _session(self, program: Program[T]) -> Program[T]:
+        """Run one operation: natively with an async client, else whole and blocking (in
+        a worker thread for async callers) under :meth:`_drive`."""
+        if self._native_async:
+            self._check_open()
+            return (yield from program)
+        return (yield from blocking(self._drive, program))
 
-    async def _arun(self, steps: Steps[T]) -> T:
+    def _drive(self, program: Program[T]) -> T:
+        """Run ``program`` blocking; backends add their guard (a lock, error translation)."""
         self._check_open()
-        if not self._native_async:
-            return await run_in_executor(self._run, steps)
-        try:
-            op = next(steps)
-            while True:
-                op = steps.send(await getattr(self, f"_aop_{op.name}")(*op.args))
-        except StopIteration as stop:
-            result: T = stop.value
-            return result
+        return drive(program)
+
+    # -- the engine: typed I/O each backend implements ---------------------------------
+
+    def _retrieve(self, ids: list[str]) -> Program[list[qc.Hit]]:
+        """The points of ``ids`` that exist, with payload."""
+        raise NotImplementedError
+
+    def _query(self, spec: qc.QuerySpec) -> Program[list[qc.Hit]]:
+        """One search (see :class:`~agentmem.stores.qdrant._common.QuerySpec`)."""
+        raise NotImplementedError
+
+    def _scroll(
+        self,
+        conds: tuple[qc.Condition, ...],
+        limit: int,
+        offset: str | None,
+        order: qc.OrderSpec | None,
+    ) -> Program[tuple[list[qc.Hit], str | None]]:
+        """A page of points matching ``conds`` and the next offset (or None)."""
+        raise NotImplementedError
+
+    def _count(self, conds: tuple[qc.Condition, ...]) -> Program[int]:
+        """How many points match ``conds`` (exactly)."""
+        raise NotImplementedError
+
+    def _write_points(self, points: list[qc.PointData]) -> Program[None]:
+        """Insert or replace these points."""
+        raise NotImplementedError
+
+    def _delete_points(self, ids: list[str]) -> Program[None]:
+        """Delete these points."""
+        raise NotImplementedError
+
+    def _set_payload(self, patches: list[qc.Patch]) -> Program[None]:
+        """Set and delete payload keys of points."""
+        raise NotImplementedError
 
     def _backfill_spaces(self) -> int:
         """Give points written before spaces existed (agentmem 0.1) their space; run at
         open. Only such points are read, so once done it costs one empty scroll."""
-        return self._run(self._backfill_steps())
+        return drive(self._session(self._backfill_steps()))
 
-    def _backfill_steps(self) -> Steps[int]:
+    def _backfill_steps(self) -> Program[int]:
         missing = (qc.IsEmpty(qc.SPACE_FIELD),)
         done = 0
         while True:
-            page: tuple[list[qc.Hit], str | None] = yield Op("scroll", (missing, 256, None, None))
+            page = yield from self._scroll(missing, 256, None, None)
             if not page[0]:
                 return done
             patches = [
                 qc.Patch(h.id, {qc.SPACE_FIELD: qc.legacy_space(h.payload)}, []) for h in page[0]
             ]
-            yield Op("set_payload", (patches,))
+            yield from self._set_payload(patches)
             done += len(patches)
 
     # -- operations (generators) -------------------------------------------------------
@@ -104,7 +126,7 @@ class QdrantStoreBase:
         records: Sequence[MemoryRecord],
         dense: Sequence[Sequence[float]],
         sparse: Sequence[SparseVector],
-    ) -> Steps[None]:
+    ) -> Program[None]:
         if not len(records) == len(dense) == len(sparse):
             msg = (
                 f"upsert needs one dense and one sparse vector per record; got "
@@ -130,7 +152,7 @@ class QdrantStoreBase:
             )
         if points:
             # An id is owned by one scope forever: never let a write move it to another.
-            existing: list[qc.Hit] = yield Op("retrieve", (ids,))
+            existing = yield from self._retrieve(ids)
             by_id = {r.id: r for r in records}
             foreign = [h.id for h in existing if not qc.in_scope(h.payload, by_id[h.id].scope)]
             if foreign:
@@ -139,30 +161,30 @@ class QdrantStoreBase:
                     "written (use new ids)"
                 )
                 raise InvalidValueError(msg)
-            yield Op("upsert", (points,))
+            yield from self._write_points(points)
 
-    def _in_scope_steps(self, scope: Scope, ids: Sequence[str]) -> Steps[list[qc.Hit]]:
+    def _in_scope_steps(self, scope: Scope, ids: Sequence[str]) -> Program[list[qc.Hit]]:
         qc.build_conditions(scope, None)  # validates the scope
         wanted = qc.validate_ids(ids)
         if not wanted:
             return []
-        hits: list[qc.Hit] = yield Op("retrieve", (wanted,))
+        hits = yield from self._retrieve(wanted)
         found = {h.id: h for h in hits if qc.in_scope(h.payload, scope)}
         return [found[i] for i in wanted if i in found]
 
-    def _get_steps(self, scope: Scope, ids: Sequence[str]) -> Steps[list[MemoryRecord]]:
+    def _get_steps(self, scope: Scope, ids: Sequence[str]) -> Program[list[MemoryRecord]]:
         hits = yield from self._in_scope_steps(scope, ids)
         return [qc.record_from_payload(h.id, h.payload) for h in hits]
 
-    def _delete_steps(self, scope: Scope, ids: Sequence[str]) -> Steps[int]:
+    def _delete_steps(self, scope: Scope, ids: Sequence[str]) -> Program[int]:
         hits = yield from self._in_scope_steps(scope, ids)
         if hits:
-            yield Op("delete", ([h.id for h in hits],))
+            yield from self._delete_points([h.id for h in hits])
         return len(hits)
 
     def _set_fields_steps(
         self, scope: Scope, ids: Sequence[str], fields: Mapping[str, Any]
-    ) -> Steps[None]:
+    ) -> Program[None]:
         hits = yield from self._in_scope_steps(scope, ids)
         found = {h.id for h in hits}
         missing = [i for i in qc.validate_ids(ids) if i not in found]
@@ -171,7 +193,7 @@ class QdrantStoreBase:
             raise MemoryNotFoundError(msg)
         patches = [qc.make_patch(qc.record_from_payload(h.id, h.payload), fields) for h in hits]
         if patches and fields:
-            yield Op("set_payload", (patches,))
+            yield from self._set_payload(patches)
 
     def _search_steps(
         self,
@@ -185,7 +207,7 @@ class QdrantStoreBase:
         boost: Boost | None,
         exact: bool,
         explain: bool,
-    ) -> Steps[list[ScoredRecord]]:
+    ) -> Program[list[ScoredRecord]]:
         if dense is None and sparse is None:
             msg = "search needs a query vector: pass dense=, sparse= or both"
             raise InvalidValueError(msg)
@@ -202,7 +224,7 @@ class QdrantStoreBase:
             boost=qc.validate_boost(boost),
             exact=exact,
         )
-        hits: list[qc.Hit] = yield Op("query", (spec,))
+        hits = yield from self._query(spec)
         parts: dict[str, dict[str, float]] = {}
         if explain and hits:
             parts = yield from self._explain_steps(spec, hits)
@@ -213,7 +235,7 @@ class QdrantStoreBase:
 
     def _explain_steps(
         self, spec: qc.QuerySpec, hits: list[qc.Hit]
-    ) -> Steps[dict[str, dict[str, float]]]:
+    ) -> Program[dict[str, dict[str, float]]]:
         ids = tuple(h.id for h in hits)
         parts: dict[str, dict[str, float]] = {i: {} for i in ids}
         for name, dense, sparse in (("dense", spec.dense, None), ("sparse", None, spec.sparse)):
@@ -228,21 +250,18 @@ class QdrantStoreBase:
                 exact=spec.exact,
                 with_payload=False,
             )
-            ranked: list[qc.Hit] = yield Op("query", (single,))
+            ranked = yield from self._query(single)
             ranks = {h.id: n for n, h in enumerate(ranked, start=1)}
-            raw: list[qc.Hit] = yield Op(
-                "query",
-                (
-                    qc.QuerySpec(
-                        conditions=(*spec.conditions, qc.HasIds(ids)),
-                        limit=len(ids),
-                        candidates=len(ids),
-                        dense=dense,
-                        sparse=sparse,
-                        exact=True,
-                        with_payload=False,
-                    ),
-                ),
+            raw = yield from self._query(
+                qc.QuerySpec(
+                    conditions=(*spec.conditions, qc.HasIds(ids)),
+                    limit=len(ids),
+                    candidates=len(ids),
+                    dense=dense,
+                    sparse=sparse,
+                    exact=True,
+                    with_payload=False,
+                )
             )
             for h in raw:
                 parts[h.id][name] = h.score
@@ -276,21 +295,22 @@ class QdrantStoreBase:
         limit: int,
         offset: str | None,
         order_by: OrderKey | None,
-    ) -> Steps[tuple[list[MemoryRecord], str | None]]:
+    ) -> Program[tuple[list[MemoryRecord], str | None]]:
         conds = qc.build_conditions(scope, filter)
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             msg = f"limit must be a positive integer, got {limit!r}"
             raise InvalidValueError(msg)
         if order_by is None:
             start = None if offset is None else qc.validate_ids([offset])[0]
-            hits, nxt = yield Op("scroll", (conds, limit, start, None))
+            hits, nxt = yield from self._scroll(conds, limit, start, None)
             records = [qc.record_from_payload(h.id, h.payload) for h in hits]
             return records, None if nxt is None else str(nxt)
         if order_by not in ("created_ts", "last_accessed_ts"):
             msg = f"order_by must be 'created_ts' or 'last_accessed_ts', got {order_by!r}"
             raise InvalidValueError(msg)
         value, skip = (None, 0) if offset is None else qc.decode_cursor(offset, order_by)
-        rows, _ = yield Op("scroll", (conds, limit + skip + 1, None, qc.OrderSpec(order_by, value)))
+        order = qc.OrderSpec(order_by, value)
+        rows, _ = yield from self._scroll(conds, limit + skip + 1, None, order)
         rows = rows[skip:]
         page = rows[:limit]
         records = [qc.record_from_payload(h.id, h.payload) for h in page]
@@ -306,33 +326,39 @@ class QdrantStoreBase:
             same += skip
         return records, qc.encode_cursor(order_by, last, same)
 
-    def _count_steps(self, scope: Scope, filter: RecordFilter | None) -> Steps[int]:
-        count: int = yield Op("count", (qc.build_conditions(scope, filter),))
-        return count
+    def _count_steps(self, scope: Scope, filter: RecordFilter | None) -> Program[int]:
+        return (yield from self._count(qc.build_conditions(scope, filter)))
 
     # -- public API --------------------------------------------------------------------
 
+    @twin
     def upsert(
         self,
         records: Sequence[MemoryRecord],
         dense: Sequence[Sequence[float]],
         sparse: Sequence[SparseVector],
-    ) -> None:
+    ) -> Program[None]:
         """Insert or replace records with their vectors (all three sequences aligned)."""
-        self._run(self._upsert_steps(records, dense, sparse))
+        return (yield from self._session(self._upsert_steps(records, dense, sparse)))
 
-    def get(self, scope: Scope, ids: Sequence[str]) -> list[MemoryRecord]:
+    @twin
+    def get(self, scope: Scope, ids: Sequence[str]) -> Program[list[MemoryRecord]]:
         """Records with these ids inside ``scope``, in the order of ``ids``; others skipped."""
-        return self._run(self._get_steps(scope, ids))
+        return (yield from self._session(self._get_steps(scope, ids)))
 
-    def delete(self, scope: Scope, ids: Sequence[str]) -> int:
+    @twin
+    def delete(self, scope: Scope, ids: Sequence[str]) -> Program[int]:
         """Delete records with these ids inside ``scope``; returns how many existed."""
-        return self._run(self._delete_steps(scope, ids))
+        return (yield from self._session(self._delete_steps(scope, ids)))
 
-    def set_fields(self, scope: Scope, ids: Sequence[str], fields: Mapping[str, Any]) -> None:
+    @twin
+    def set_fields(
+        self, scope: Scope, ids: Sequence[str], fields: Mapping[str, Any]
+    ) -> Program[None]:
         """Patch record fields of records inside ``scope`` (see ``MemoryStore.set_fields``)."""
-        self._run(self._set_fields_steps(scope, ids, fields))
+        return (yield from self._session(self._set_fields_steps(scope, ids, fields)))
 
+    @twin
     def search(
         self,
         scope: Scope,
@@ -345,22 +371,22 @@ class QdrantStoreBase:
         boost: Boost | None = None,
         exact: bool = False,
         explain: bool = False,
-    ) -> list[ScoredRecord]:
+    ) -> Program[list[ScoredRecord]]:
         """Top ``limit`` records in ``scope`` matching ``filter``, best first."""
-        return self._run(
-            self._search_steps(
-                scope,
-                dense=dense,
-                sparse=sparse,
-                filter=filter,
-                limit=limit,
-                candidates=candidates,
-                boost=boost,
-                exact=exact,
-                explain=explain,
-            )
+        steps = self._search_steps(
+            scope,
+            dense=dense,
+            sparse=sparse,
+            filter=filter,
+            limit=limit,
+            candidates=candidates,
+            boost=boost,
+            exact=exact,
+            explain=explain,
         )
+        return (yield from self._session(steps))
 
+    @twin
     def scroll(
         self,
         scope: Scope,
@@ -369,16 +395,19 @@ class QdrantStoreBase:
         limit: int = 256,
         offset: str | None = None,
         order_by: OrderKey | None = None,
-    ) -> tuple[list[MemoryRecord], str | None]:
+    ) -> Program[tuple[list[MemoryRecord], str | None]]:
         """A page of records in ``scope`` and the next offset (or None)."""
-        return self._run(
-            self._scroll_steps(scope, filter=filter, limit=limit, offset=offset, order_by=order_by)
+        steps = self._scroll_steps(
+            scope, filter=filter, limit=limit, offset=offset, order_by=order_by
         )
+        return (yield from self._session(steps))
 
-    def count(self, scope: Scope, *, filter: RecordFilter | None = None) -> int:
+    @twin
+    def count(self, scope: Scope, *, filter: RecordFilter | None = None) -> Program[int]:
         """How many records in ``scope`` match ``filter``."""
-        return self._run(self._count_steps(scope, filter))
+        return (yield from self._session(self._count_steps(scope, filter)))
 
+    @twin
     def fused_search(
         self,
         scope: Scope,
@@ -386,92 +415,19 @@ class QdrantStoreBase:
         dense: Sequence[float],
         sparse: SparseVector | None,
         plan: FusionPlan,
-    ) -> list[ScoredRecord]:
+    ) -> Program[list[ScoredRecord]]:
         """Run a hybrid-search plan with payload-free Qdrant queries (see
         ``MemoryStore.fused_search``)."""
-        from agentmem.stores.qdrant._fused import qdrant_fused_steps
-
-        return self._run(qdrant_fused_steps(scope, filter, dense, sparse, self._dimension, plan))
-
-    async def afused_search(
-        self,
-        scope: Scope,
-        filter: RecordFilter,
-        dense: Sequence[float],
-        sparse: SparseVector | None,
-        plan: FusionPlan,
-    ) -> list[ScoredRecord]:
-        """Async twin of :meth:`fused_search`."""
-        from agentmem.stores.qdrant._fused import qdrant_fused_steps
-
-        steps = qdrant_fused_steps(scope, filter, dense, sparse, self._dimension, plan)
-        return await self._arun(steps)
-
-    async def aupsert(
-        self,
-        records: Sequence[MemoryRecord],
-        dense: Sequence[Sequence[float]],
-        sparse: Sequence[SparseVector],
-    ) -> None:
-        """Async twin of :meth:`upsert`."""
-        await self._arun(self._upsert_steps(records, dense, sparse))
-
-    async def aget(self, scope: Scope, ids: Sequence[str]) -> list[MemoryRecord]:
-        """Async twin of :meth:`get`."""
-        return await self._arun(self._get_steps(scope, ids))
-
-    async def adelete(self, scope: Scope, ids: Sequence[str]) -> int:
-        """Async twin of :meth:`delete`."""
-        return await self._arun(self._delete_steps(scope, ids))
-
-    async def aset_fields(
-        self, scope: Scope, ids: Sequence[str], fields: Mapping[str, Any]
-    ) -> None:
-        """Async twin of :meth:`set_fields`."""
-        await self._arun(self._set_fields_steps(scope, ids, fields))
-
-    async def asearch(
-        self,
-        scope: Scope,
-        *,
-        dense: Sequence[float] | None = None,
-        sparse: SparseVector | None = None,
-        filter: RecordFilter | None = None,
-        limit: int = 10,
-        candidates: int = 50,
-        boost: Boost | None = None,
-        exact: bool = False,
-        explain: bool = False,
-    ) -> list[ScoredRecord]:
-        """Async twin of :meth:`search`."""
-        return await self._arun(
-            self._search_steps(
-                scope,
-                dense=dense,
-                sparse=sparse,
-                filter=filter,
-                limit=limit,
-                candidates=candidates,
-                boost=boost,
-                exact=exact,
-                explain=explain,
-            )
+        steps = qdrant_fused_program(
+            self._query, self._retrieve, scope, filter, dense, sparse, self._dimension, plan
         )
+        return (yield from self._session(steps))
 
-    async def ascroll(
-        self,
-        scope: Scope,
-        *,
-        filter: RecordFilter | None = None,
-        limit: int = 256,
-        offset: str | None = None,
-        order_by: OrderKey | None = None,
-    ) -> tuple[list[MemoryRecord], str | None]:
-        """Async twin of :meth:`scroll`."""
-        return await self._arun(
-            self._scroll_steps(scope, filter=filter, limit=limit, offset=offset, order_by=order_by)
-        )
-
-    async def acount(self, scope: Scope, *, filter: RecordFilter | None = None) -> int:
-        """Async twin of :meth:`count`."""
-        return await self._arun(self._count_steps(scope, filter))
+    aupsert = async_twin(upsert)
+    aget = async_twin(get)
+    adelete = async_twin(delete)
+    aset_fields = async_twin(set_fields)
+    asearch = async_twin(search)
+    ascroll = async_twin(scroll)
+    acount = async_twin(count)
+    afused_search = async_twin(fused_search)

@@ -8,29 +8,31 @@ and parsed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
+from agentmem._sansio import Program
 from agentmem.long_term.records import RecordFilter, Scope
 from agentmem.long_term.store import FusionPlan, ScoredRecord, ScoreRequest, SparseVector
 from agentmem.stores.qdrant import _common as qc
-from agentmem.stores.qdrant._base import Op, Steps
 
-__all__ = ["qdrant_fused_steps"]
+__all__ = ["qdrant_fused_program"]
 
 Side = Literal["dense", "sparse"]
 
 
-def qdrant_fused_steps(
+def qdrant_fused_program(
+    query: Callable[[qc.QuerySpec], Program[list[qc.Hit]]],
+    retrieve: Callable[[list[str]], Program[list[qc.Hit]]],
     scope: Scope,
     flt: RecordFilter,
     dense: Sequence[float],
     sparse: SparseVector | None,
     dimension: int,
     plan: FusionPlan,
-) -> Steps[list[ScoredRecord]]:
-    """Drive ``plan`` on an agentmem Qdrant store: score requests are queries without
-    payload, record requests one retrieve."""
+) -> Program[list[ScoredRecord]]:
+    """Answer ``plan`` with a Qdrant store's engine (``query``, ``retrieve``): score
+    requests are queries without payload, the record request one retrieve."""
     conditions = qc.build_conditions(scope, flt)
     vectors: dict[Side, tuple[list[float] | None, SparseVector | None]] = {
         "dense": (qc.validate_dense(dense, dimension), None),
@@ -56,10 +58,10 @@ def qdrant_fused_steps(
                 exact=request.ids is not None,
                 with_payload=False,
             )
-            hits: list[qc.Hit] = yield Op("query", (spec,))
+            hits = yield from query(spec)
             answer = {h.id: h.score for h in hits}
         else:
-            rows: list[qc.Hit] = yield Op("retrieve", (list(request.ids),))
+            rows = yield from retrieve(list(request.ids))
             answer = {
                 h.id: qc.record_from_payload(h.id, h.payload)
                 for h in rows

@@ -6,7 +6,7 @@ between the two.
 
 Async twins: pass ``async_client=`` (an :class:`~qdrant_client.AsyncQdrantClient` on the same
 server) and they run natively on it. Otherwise they run the sync client in a worker thread
-(``agentmem._async.run_in_executor``). In local mode (``":memory:"`` or a path) a sync and an
+(``agentmem._sansio.blocking``). In local mode (``":memory:"`` or a path) a sync and an
 async client never share data, so there the sync client serves both.
 
 Example:
@@ -25,17 +25,20 @@ from __future__ import annotations
 
 import threading
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from qdrant_client import AsyncQdrantClient, QdrantClient
 from qdrant_client import models as m
 
+from agentmem._sansio import Program, call
 from agentmem.errors import ConfigurationError
 from agentmem.long_term.store import DENSE_VECTOR, SPARSE_VECTOR
 from agentmem.stores.qdrant import _common as qc
-from agentmem.stores.qdrant._base import QdrantStoreBase, Steps, T
+from agentmem.stores.qdrant._base import QdrantStoreBase
 
 __all__ = ["QdrantClientStore"]
+
+T = TypeVar("T")
 
 
 class QdrantClientStore(QdrantStoreBase):
@@ -100,12 +103,6 @@ class QdrantClientStore(QdrantStoreBase):
         self._local_lock: threading.RLock | None = threading.RLock() if self._local else None
         self._ensure_collection()
         self._backfill_spaces()
-
-    def _run(self, steps: Steps[T]) -> T:
-        if self._local_lock is None:
-            return super()._run(steps)
-        with self._local_lock:
-            return super()._run(steps)
 
     @property
     def collection(self) -> str:
@@ -230,98 +227,93 @@ class QdrantClientStore(QdrantStoreBase):
             else m.OrderBy(key=order.key, direction=m.Direction.DESC, start_from=order.start),
         }
 
-    # -- backend operations (sync) -------------------------------------------------------
+    # -- the engine (one program each; sync client or async client) ---------------------
 
-    def _op_upsert(self, points: list[qc.PointData]) -> None:
-        self._client.upsert(self._collection, _points(points), wait=True)
-
-    def _op_retrieve(self, ids: list[str]) -> list[qc.Hit]:
-        rows = self._client.retrieve(self._collection, ids, with_payload=True, with_vectors=False)
-        return [qc.Hit(str(r.id), 0.0, dict(r.payload or {})) for r in rows]
-
-    def _op_delete(self, ids: list[str]) -> None:
-        self._client.delete(self._collection, m.PointIdsList(points=list(ids)), wait=True)
-
-    def _op_set_payload(self, patches: list[qc.Patch]) -> None:
-        for p in patches:
-            if p.set:
-                self._client.set_payload(self._collection, p.set, points=[p.id], wait=True)
-            if p.unset:
-                self._client.delete_payload(self._collection, p.unset, points=[p.id], wait=True)
-
-    def _op_query(self, spec: qc.QuerySpec) -> list[qc.Hit]:
-        res = self._client.query_points(
-            self._collection, with_payload=spec.with_payload, **self._query_kwargs(spec)
-        )
-        return _hits(res.points)
-
-    def _op_scroll(
-        self,
-        conds: tuple[qc.Condition, ...],
-        limit: int,
-        offset: str | None,
-        order: qc.OrderSpec | None,
-    ) -> tuple[list[qc.Hit], str | None]:
-        rows, nxt = self._client.scroll(
-            self._collection, **self._scroll_kwargs(conds, limit, offset, order)
-        )
-        return _rows(rows), None if nxt is None else str(nxt)
-
-    def _op_count(self, conds: tuple[qc.Condition, ...]) -> int:
-        res = self._client.count(self._collection, count_filter=_filter(conds), exact=True)
-        return int(res.count)
-
-    # -- backend operations (async, used only with an async client) ------------------------
-
-    async def _aop_upsert(self, points: list[qc.PointData]) -> None:
-        await self._aclient.upsert(self._collection, _points(points), wait=True)
-
-    async def _aop_retrieve(self, ids: list[str]) -> list[qc.Hit]:
-        rows = await self._aclient.retrieve(
-            self._collection, ids, with_payload=True, with_vectors=False
-        )
-        return [qc.Hit(str(r.id), 0.0, dict(r.payload or {})) for r in rows]
-
-    async def _aop_delete(self, ids: list[str]) -> None:
-        await self._aclient.delete(self._collection, m.PointIdsList(points=list(ids)), wait=True)
-
-    async def _aop_set_payload(self, patches: list[qc.Patch]) -> None:
-        for p in patches:
-            if p.set:
-                await self._aclient.set_payload(self._collection, p.set, points=[p.id], wait=True)
-            if p.unset:
-                await self._aclient.delete_payload(
-                    self._collection, p.unset, points=[p.id], wait=True
-                )
-
-    async def _aop_query(self, spec: qc.QuerySpec) -> list[qc.Hit]:
-        res = await self._aclient.query_points(
-            self._collection, with_payload=spec.with_payload, **self._query_kwargs(spec)
-        )
-        return _hits(res.points)
-
-    async def _aop_scroll(
-        self,
-        conds: tuple[qc.Condition, ...],
-        limit: int,
-        offset: str | None,
-        order: qc.OrderSpec | None,
-    ) -> tuple[list[qc.Hit], str | None]:
-        rows, nxt = await self._aclient.scroll(
-            self._collection, **self._scroll_kwargs(conds, limit, offset, order)
-        )
-        return _rows(rows), None if nxt is None else str(nxt)
-
-    async def _aop_count(self, conds: tuple[qc.Condition, ...]) -> int:
-        res = await self._aclient.count(self._collection, count_filter=_filter(conds), exact=True)
-        return int(res.count)
+    def _drive(self, program: Program[T]) -> T:
+        if self._local_lock is None:
+            return super()._drive(program)
+        with self._local_lock:
+            return super()._drive(program)
 
     @property
     def _aclient(self) -> AsyncQdrantClient:
-        if self._async is None:  # unreachable: _native_async is False without one
-            msg = "no async client"
+        # Without an async client, operations are driven blocking only (see _session), so
+        # its methods are named in requests but never called.
+        return self._async if self._async is not None else _NO_ASYNC_CLIENT
+
+    def _write_points(self, points: list[qc.PointData]) -> Program[None]:
+        c, ac = self._client, self._aclient
+        yield from call(c.upsert, ac.upsert, self._collection, _points(points), wait=True)
+
+    def _retrieve(self, ids: list[str]) -> Program[list[qc.Hit]]:
+        c, ac = self._client, self._aclient
+        rows = yield from call(
+            c.retrieve, ac.retrieve, self._collection, ids, with_payload=True, with_vectors=False
+        )
+        return [qc.Hit(str(r.id), 0.0, dict(r.payload or {})) for r in rows]
+
+    def _delete_points(self, ids: list[str]) -> Program[None]:
+        c, ac = self._client, self._aclient
+        selector = m.PointIdsList(points=list(ids))
+        yield from call(c.delete, ac.delete, self._collection, selector, wait=True)
+
+    def _set_payload(self, patches: list[qc.Patch]) -> Program[None]:
+        c, ac = self._client, self._aclient
+        for p in patches:
+            if p.set:
+                yield from call(
+                    c.set_payload, ac.set_payload, self._collection, p.set, points=[p.id], wait=True
+                )
+            if p.unset:
+                yield from call(
+                    c.delete_payload,
+                    ac.delete_payload,
+                    self._collection,
+                    p.unset,
+                    points=[p.id],
+                    wait=True,
+                )
+
+    def _query(self, spec: qc.QuerySpec) -> Program[list[qc.Hit]]:
+        c, ac = self._client, self._aclient
+        res = yield from call(
+            c.query_points,
+            ac.query_points,
+            self._collection,
+            with_payload=spec.with_payload,
+            **self._query_kwargs(spec),
+        )
+        return _hits(res.points)
+
+    def _scroll(
+        self,
+        conds: tuple[qc.Condition, ...],
+        limit: int,
+        offset: str | None,
+        order: qc.OrderSpec | None,
+    ) -> Program[tuple[list[qc.Hit], str | None]]:
+        c, ac = self._client, self._aclient
+        kwargs = self._scroll_kwargs(conds, limit, offset, order)
+        rows, nxt = yield from call(c.scroll, ac.scroll, self._collection, **kwargs)
+        return _rows(rows), None if nxt is None else str(nxt)
+
+    def _count(self, conds: tuple[qc.Condition, ...]) -> Program[int]:
+        c, ac = self._client, self._aclient
+        flt = _filter(conds)
+        res = yield from call(c.count, ac.count, self._collection, count_filter=flt, exact=True)
+        return int(res.count)
+
+
+class _NoAsyncClient:
+    def __getattr__(self, name: str) -> Any:
+        async def missing(*args: Any, **kwargs: Any) -> Any:
+            msg = "this QdrantClientStore has no async client"
             raise ConfigurationError(msg)
-        return self._async
+
+        return missing
+
+
+_NO_ASYNC_CLIENT = cast(AsyncQdrantClient, _NoAsyncClient())
 
 
 def _points(points: list[qc.PointData]) -> list[m.PointStruct]:

@@ -49,16 +49,16 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 import numpy as np
 import qdrant_edge as qe
 
-from agentmem._async import run_in_executor
+from agentmem._sansio import Program, blocking, offload
 from agentmem.errors import ConfigurationError, StoreClosedError, StoreError, StoreLockedError
 from agentmem.long_term.store import DENSE_VECTOR, SPARSE_VECTOR
 from agentmem.stores.qdrant import _common as qc
-from agentmem.stores.qdrant._base import QdrantStoreBase, Steps, T
+from agentmem.stores.qdrant._base import QdrantStoreBase
 from agentmem.stores.qdrant._edge_files import CONFIG_FILE, corrupted, edge_errors, shard_state
 from agentmem.stores.qdrant._edge_index import (
     AutoIndex,
@@ -73,6 +73,8 @@ from agentmem.stores.qdrant._edge_index import (
 from agentmem.stores.qdrant._edge_shard import create_indexes, create_shard, shard_schema
 
 __all__ = ["AutoIndex", "QdrantEdgeStore", "create_shard"]
+
+T = TypeVar("T")
 
 logger = logging.getLogger(__name__)
 _EXPORT_PAGE = 512
@@ -223,9 +225,7 @@ class QdrantEdgeStore(QdrantStoreBase):
         if rebuild is not None:
             rebuild.join(timeout)
 
-    async def aclose(self) -> None:
-        """Async twin of :meth:`close` (the flush runs in a worker thread)."""
-        await run_in_executor(self.close)
+    aclose = offload(close)
 
     def __enter__(self) -> QdrantEdgeStore:
         return self
@@ -242,10 +242,10 @@ class QdrantEdgeStore(QdrantStoreBase):
         state = "closed" if self._closed else "open"
         return f"QdrantEdgeStore({str(self._path)!r}, dimension={self._dimension}, {state})"
 
-    def _run(self, steps: Steps[T]) -> T:
+    def _drive(self, program: Program[T]) -> T:
         with self._mutex:
             try:
-                return super()._run(steps)
+                return super()._drive(program)
             except Exception as exc:
                 if type(exc) is not Exception:  # ours, or a builtin with a meaning
                     raise
@@ -362,89 +362,93 @@ class QdrantEdgeStore(QdrantStoreBase):
                         new.close()
                 shutil.rmtree(target, ignore_errors=True)
 
-    # -- backend operations ------------------------------------------------------------
+    # -- the engine (blocking calls, run under the mutex by _drive) ----------------------
 
-    def _op_upsert(self, points: list[qc.PointData]) -> None:
-        _apply(self._shard, "upsert", (points,))
-        self._note_write("upsert", (points,), len(points))
+    def _write_points(self, points: list[qc.PointData]) -> Program[None]:
+        yield from blocking(self._write, "upsert", (points,), len(points))
 
-    def _op_retrieve(self, ids: list[str]) -> list[qc.Hit]:
-        rows = self._shard.retrieve(list(ids), with_payload=True, with_vector=False)
+    def _delete_points(self, ids: list[str]) -> Program[None]:
+        yield from blocking(self._write, "delete", (ids,), len(ids))
+
+    def _set_payload(self, patches: list[qc.Patch]) -> Program[None]:
+        yield from blocking(self._write, "set_payload", (patches,), 0)
+
+    def _write(self, op: str, args: tuple[Any, ...], points: int) -> None:
+        _apply(self._shard, op, args)
+        self._note_write(op, args, points)
+
+    def _retrieve(self, ids: list[str]) -> Program[list[qc.Hit]]:
+        rows = yield from blocking(
+            self._shard.retrieve, list(ids), with_payload=True, with_vector=False
+        )
         return [qc.Hit(str(r.id), 0.0, dict(r.payload or {})) for r in rows]
 
-    def _op_delete(self, ids: list[str]) -> None:
-        _apply(self._shard, "delete", (ids,))
-        self._note_write("delete", (ids,), len(ids))
+    def _query(self, spec: qc.QuerySpec) -> Program[list[qc.Hit]]:
+        points = yield from blocking(self._shard.query, _query_request(spec))
+        return [qc.Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in points]
 
-    def _op_set_payload(self, patches: list[qc.Patch]) -> None:
-        _apply(self._shard, "set_payload", (patches,))
-        self._note_write("set_payload", (patches,), 0)
-
-    def _op_query(self, spec: qc.QuerySpec) -> list[qc.Hit]:
-        flt = _filter(spec.conditions)
-        params = qe.SearchParams(exact=True) if spec.exact else None
-        nearest = []
-        if spec.dense is not None:
-            nearest.append(qe.Query.Nearest(spec.dense, using=DENSE_VECTOR))
-        if spec.sparse is not None:
-            sparse = qe.SparseVector(spec.sparse.indices, spec.sparse.values)
-            nearest.append(qe.Query.Nearest(sparse, using=SPARSE_VECTOR))
-        query: Any
-        prefetches: list[qe.Prefetch] | None = None
-        if len(nearest) == 2:
-            query = qe.Fusion.Rrf(k=qc.RRF_K)
-            prefetches = [
-                qe.Prefetch(spec.candidates, query=q, params=params, filter=flt) for q in nearest
-            ]
-        else:
-            query = nearest[0]
-        if spec.boost is not None:
-            if prefetches is None:
-                inner = qe.Prefetch(spec.candidates, query=query, params=params, filter=flt)
-            else:
-                inner = qe.Prefetch(spec.candidates, query=query, prefetches=prefetches)
-            prefetches, query = [inner], _formula(spec.boost)
-        request = qe.QueryRequest(
-            limit=spec.limit,
-            query=query,
-            prefetches=prefetches,
-            filter=flt if prefetches is None else None,
-            params=params if prefetches is None else None,
-            with_payload=spec.with_payload,
-            with_vector=False,
-        )
-        return [
-            qc.Hit(str(p.id), float(p.score), dict(p.payload or {}))
-            for p in self._shard.query(request)
-        ]
-
-    def _op_scroll(
+    def _scroll(
         self,
         conds: tuple[qc.Condition, ...],
         limit: int,
         offset: str | None,
         order: qc.OrderSpec | None,
-    ) -> tuple[list[qc.Hit], str | None]:
+    ) -> Program[tuple[list[qc.Hit], str | None]]:
         order_by = (
             None
             if order is None
             else qe.OrderBy(order.key, direction=qe.Direction.Desc, start_from=order.start)
         )
-        rows, nxt = self._shard.scroll(
-            qe.ScrollRequest(
-                offset=offset,
-                limit=limit,
-                filter=_filter(conds),
-                with_payload=True,
-                with_vector=False,
-                order_by=order_by,
-            )
+        request = qe.ScrollRequest(
+            offset=offset,
+            limit=limit,
+            filter=_filter(conds),
+            with_payload=True,
+            with_vector=False,
+            order_by=order_by,
         )
+        rows, nxt = yield from blocking(self._shard.scroll, request)
         hits = [qc.Hit(str(r.id), float(r.order_value or 0.0), dict(r.payload or {})) for r in rows]
         return hits, None if nxt is None else str(nxt)
 
-    def _op_count(self, conds: tuple[qc.Condition, ...]) -> int:
-        return int(self._shard.count(qe.CountRequest(exact=True, filter=_filter(conds))))
+    def _count(self, conds: tuple[qc.Condition, ...]) -> Program[int]:
+        request = qe.CountRequest(exact=True, filter=_filter(conds))
+        return int((yield from blocking(self._shard.count, request)))
+
+
+def _query_request(spec: qc.QuerySpec) -> qe.QueryRequest:
+    flt = _filter(spec.conditions)
+    params = qe.SearchParams(exact=True) if spec.exact else None
+    nearest = []
+    if spec.dense is not None:
+        nearest.append(qe.Query.Nearest(spec.dense, using=DENSE_VECTOR))
+    if spec.sparse is not None:
+        sparse = qe.SparseVector(spec.sparse.indices, spec.sparse.values)
+        nearest.append(qe.Query.Nearest(sparse, using=SPARSE_VECTOR))
+    query: Any
+    prefetches: list[qe.Prefetch] | None = None
+    if len(nearest) == 2:
+        query = qe.Fusion.Rrf(k=qc.RRF_K)
+        prefetches = [
+            qe.Prefetch(spec.candidates, query=q, params=params, filter=flt) for q in nearest
+        ]
+    else:
+        query = nearest[0]
+    if spec.boost is not None:
+        if prefetches is None:
+            inner = qe.Prefetch(spec.candidates, query=query, params=params, filter=flt)
+        else:
+            inner = qe.Prefetch(spec.candidates, query=query, prefetches=prefetches)
+        prefetches, query = [inner], _formula(spec.boost)
+    return qe.QueryRequest(
+        limit=spec.limit,
+        query=query,
+        prefetches=prefetches,
+        filter=flt if prefetches is None else None,
+        params=params if prefetches is None else None,
+        with_payload=spec.with_payload,
+        with_vector=False,
+    )
 
 
 _CONFIG_KEYS = (qc.TENANT_FIELD, *qc.KEYWORD_FIELDS, *qc.BOOL_FIELDS, *qc.FLOAT_FIELDS)
