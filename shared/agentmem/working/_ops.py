@@ -2,7 +2,16 @@
 
 Each ``*_op`` checks its input first (raising before anything changes) and returns an
 :data:`Op`: a function from the current state and time to the new state and a result. An op
-returns the state object it was given when nothing changes, so no write is needed.
+returns the state object it was given when nothing changes, so no write is needed. The one
+program that runs them, for sync and async callers, is ``WorkingMemory._change`` (lock,
+apply, write, adopt); nothing here does I/O.
+
+Example:
+    >>> from datetime import datetime, timezone
+    >>> now = datetime(2024, 1, 1, tzinfo=timezone.utc)
+    >>> state, turn = advance_turn_op(2)(WorkingState(), now)
+    >>> turn, state.turn
+    (2, 2)
 """
 
 from __future__ import annotations

@@ -72,12 +72,7 @@ def check_clock_value(value: object) -> datetime:
 def check_key(key: object, what: str = "variable key", example: str = "user_city") -> str:
     """A variable key (or another name, as ``what``): a non-blank string of at most 256
     characters without control characters."""
-    if not isinstance(key, str):
-        msg = f"{what} must be a string, got {type(key).__name__}"
-        raise InvalidValueError(msg)
-    if not key.strip():
-        msg = f"{what} must not be empty or blank; use a name such as {example!r}"
-        raise InvalidValueError(msg)
+    key = _nonblank(key, what, f"; use a name such as {example!r}")
     if len(key) > MAX_KEY_LENGTH:
         msg = f"{what} is {len(key)} characters long; the limit is {MAX_KEY_LENGTH}"
         raise InvalidValueError(msg)
@@ -143,17 +138,22 @@ def description_key(fields: Mapping[str, Any]) -> str | None:
 
 def check_text(text: object, what: str, max_bytes: int) -> str:
     """Non-blank text of at most ``max_bytes`` UTF-8 bytes."""
-    if not isinstance(text, str):
-        msg = f"{what} must be a string, got {type(text).__name__}"
-        raise InvalidValueError(msg)
-    if not text.strip():
-        msg = f"{what} must not be empty or blank"
-        raise InvalidValueError(msg)
+    text = _nonblank(text, what)
     size = len(check_storable_text(text, what=what).encode("utf-8"))
     if size > max_bytes:
         msg = f"{what} is {size:,} bytes; the limit is {max_bytes:,} (max_value_bytes)"
         raise InvalidValueError(msg)
     return text
+
+
+def _nonblank(value: object, what: str, hint: str = "") -> str:
+    if not isinstance(value, str):
+        msg = f"{what} must be a string, got {type(value).__name__}"
+        raise InvalidValueError(msg)
+    if not value.strip():
+        msg = f"{what} must not be empty or blank{hint}"
+        raise InvalidValueError(msg)
+    return value
 
 
 def check_ttl(ttl: object) -> timedelta | None:
