@@ -223,8 +223,8 @@ def assemble_context(
         >>> built.ledger
         {'system': 7, 'query': 5, 'reply_priming': 3}
     """
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-        msg = f"max_tokens must be a positive integer, got {max_tokens!r}"
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
+        msg = f"max_tokens must be an integer, got {max_tokens!r}"
         raise ConfigurationError(msg)
     given = _Blocks(blocks)
     query = Message(role="user", content=given.query.text) if given.query else None

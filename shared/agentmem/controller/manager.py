@@ -32,7 +32,17 @@ from typing import Any
 
 from agentmem._async import run_in_executor
 from agentmem._locks import holding, keyed_lock
-from agentmem.context import BuiltContext, pack_context
+from agentmem._sansio import Program, async_twin, call, twin
+from agentmem.context import (
+    Block,
+    BuiltContext,
+    InstructionsBlock,
+    QueryBlock,
+    RecalledBlock,
+    ViewBlock,
+    WorkingBlock,
+    assemble_context,
+)
 from agentmem.controller.conflicts import ConflictDecision
 from agentmem.controller.consolidation import ConsolidationReport, MemoryConsolidator
 from agentmem.controller.forgetting import ForgettingPolicy, ForgettingReport
@@ -442,6 +452,7 @@ class MemoryManager:
 
     # -- context ---------------------------------------------------------------------------
 
+    @twin
     def build_context(
         self,
         query: str,
@@ -451,57 +462,44 @@ class MemoryManager:
         strategy: Strategy = "hybrid",
         top_k: int = 5,
         include_query: bool = True,
-    ) -> BuiltContext:
-        """Pack system prompt, working memory, recalled memories, summary and recent turns
-        into ``max_tokens`` exactly (see :mod:`agentmem.context`)."""
-        retrieved = self.retriever.retrieve_relevant_context(query, strategy, top_k)
-        return self._pack(
-            query, max_tokens, system_prompt, strategy, retrieved.memories, include_query, True
-        )
+    ) -> Program[BuiltContext]:
+        """Assemble system prompt, working memory, recalled memories, summary and recent
+        turns into ``max_tokens`` exactly (layout, priorities and ledger: see
+        :mod:`agentmem.context`).
 
-    async def abuild_context(
-        self,
-        query: str,
-        max_tokens: int = 2000,
-        *,
-        system_prompt: str | None = None,
-        strategy: Strategy = "hybrid",
-        top_k: int = 5,
-        include_query: bool = True,
-    ) -> BuiltContext:
-        """Async twin of :meth:`build_context`."""
-        retrieved = await self.retriever.aretrieve_relevant_context(query, strategy, top_k)
-        # Do the I/O here, asynchronously, so packing below reads only what is in memory:
-        # new messages, and the purge of expired working-memory variables.
-        await self.short_term.arefresh()
-        await self.working.aget_all_variables()
-        return self._pack(
-            query, max_tokens, system_prompt, strategy, retrieved.memories, include_query, False
-        )
+        The strategy picks the blocks: ``hybrid`` all of them, ``recent`` the conversation,
+        ``working`` the working memory, ``semantic`` memories by dense search only. The I/O
+        comes first (recall, the session's new messages and summary, expired working-memory
+        variables); the assembly then reads memory only and renders each block once.
 
-    def _pack(
-        self,
-        query: str,
-        max_tokens: int,
-        system_prompt: str | None,
-        strategy: Strategy,
-        hits: list[ScoredRecord],
-        include_query: bool,
-        refresh: bool,
-    ) -> BuiltContext:
-        use_working = strategy in ("working", "hybrid")
-        use_recent = strategy in ("recent", "hybrid")
-        return pack_context(
-            counter=self.token_counter,
-            max_tokens=max_tokens,
-            query=query if include_query else None,
-            system_prompt=system_prompt if system_prompt is not None else self.system_prompt,
-            working_text=self.working.get_context_for_llm if use_working else None,
-            hits=hits,
-            view_for=(lambda n: self.short_term.get_view(max_tokens=n, refresh=refresh))
-            if use_recent
-            else None,
-        )
+        Example:
+            >>> ctx = mem.build_context("which language?", max_tokens=2000)  # doctest: +SKIP
+            >>> sum(ctx.ledger.values()) == ctx.token_count  # doctest: +SKIP
+            True
+        """
+        retriever = self.retriever
+        hits = yield from call(retriever.recall, retriever.arecall, query, strategy, top_k)
+        blocks: list[Block] = [RecalledBlock(hits)]
+        prompt = system_prompt if system_prompt is not None else self.system_prompt
+        if prompt:
+            blocks.append(InstructionsBlock(prompt))
+        if strategy in ("working", "hybrid"):
+            working = self.working
+            share = WorkingBlock.share
+            room = max(int(max_tokens * share), 0)
+            # Rendered once here (purging expired variables, the only I/O); again, from
+            # memory, only when the room left is smaller.
+            text = yield from call(working.get_context_for_llm, working.aget_context_for_llm, room)
+            blocks.append(WorkingBlock(_reuse(text, room, working.get_context_for_llm), share))
+        if strategy in ("recent", "hybrid"):
+            short_term = self.short_term
+            yield from call(short_term.refresh, short_term.arefresh)
+            blocks.append(ViewBlock(lambda n: short_term.get_view(max_tokens=n, refresh=False)))
+        if include_query and query:
+            blocks.append(QueryBlock(query))
+        return assemble_context(blocks, counter=self.token_counter, max_tokens=max_tokens)
+
+    abuild_context = async_twin(build_context)
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -527,3 +525,9 @@ class MemoryManager:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _reuse(text: str, room: int, render: Callable[[int], str]) -> Callable[[int], str]:
+    """``render``, answered with ``text`` (already rendered for ``room``) when asked again
+    for ``room`` (used by :meth:`MemoryManager.build_context`)."""
+    return lambda n: text if n == room else render(n)

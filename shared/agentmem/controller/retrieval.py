@@ -10,9 +10,14 @@ Strategies of :meth:`MemoryRetriever.retrieve_relevant_context`:
   memory and the recent turns. A memory drawn only from messages among those recent
   turns is left out: it would show the same thing twice.
 
-Recalled memories are data, not instructions: :func:`render_memories` wraps them in a
-labelled block and neutralizes markup inside them, so a stored "ignore previous
-instructions" reaches the model as a quoted memory, never as part of the prompt.
+:meth:`MemoryRetriever.recall` returns only the long-term hits of a strategy: it is what
+``MemoryManager.build_context`` asks for; the context assembler (:mod:`agentmem.context`)
+renders working memory, the history and the memories once, and leaves out the memories
+the history it sends already shows.
+
+Recalled memories are data, not instructions: :func:`agentmem.context.render_memory_block`
+wraps them in a labelled block and neutralizes markup inside them, so a stored "ignore
+previous instructions" reaches the model as a quoted memory, never as part of the prompt.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from agentmem._sansio import Program, async_twin, call, twin
 from agentmem.errors import ConfigurationError
 from agentmem.long_term.memory import LongTermMemory
 from agentmem.long_term.ranking import SearchMode
@@ -108,41 +114,71 @@ class MemoryRetriever:
             raise ConfigurationError(msg)
         return strategy  # type: ignore[return-value]
 
+    @twin
+    def recall(
+        self, query: str, strategy: Strategy = "hybrid", top_k: int = 5
+    ) -> Program[list[ScoredRecord]]:
+        """The long-term memories ``strategy`` recalls for ``query``, best first, with their
+        score components: dense search for ``semantic``, hybrid ranking for ``hybrid``, none
+        for ``recent`` and ``working``. Nothing else is read or rendered: this is what
+        ``MemoryManager.build_context`` asks for, the context assembler does the rest (and
+        leaves out the memories the history it sends already shows).
+
+        Example:
+            >>> retriever.recall("tabs?", "hybrid", top_k=3)  # doctest: +SKIP
+            [ScoredRecord(...), ...]
+        """
+        return self._recall(query, self._check(strategy), top_k)
+
+    arecall = async_twin(recall)
+
+    def _recall(self, query: str, strategy: Strategy, top_k: int) -> Program[list[ScoredRecord]]:
+        if strategy not in ("semantic", "hybrid"):
+            return []
+        mode: SearchMode = "dense" if strategy == "semantic" else "hybrid"
+        long_term = self.long_term
+        return (
+            yield from call(
+                long_term.retrieve_memories,
+                long_term.aretrieve_memories,
+                query,
+                top_k,
+                mode=mode,
+                explain=True,
+            )
+        )
+
+    @twin
     def retrieve_relevant_context(
         self, query: str, strategy: Strategy = "hybrid", top_k: int = 5
-    ) -> RetrievedContext:
-        """Context for ``query`` by ``strategy`` (see the module docstring)."""
+    ) -> Program[RetrievedContext]:
+        """Context for ``query`` by ``strategy`` (see the module docstring).
+
+        The recent turns are the newest ``recent_turns`` messages of the short-term view
+        (O(view), never O(history)); working memory is rendered once.
+
+        Example:
+            >>> retriever.retrieve_relevant_context("tabs?", "hybrid").memories  # doctest: +SKIP
+            [ScoredRecord(...), ...]
+        """
         strategy = self._check(strategy)
         out = RetrievedContext(strategy)
         recent: list[Message] = []
-        if strategy in ("recent", "hybrid") and self.short_term is not None:
-            recent = self.short_term.get_log()[-self.recent_turns :]
-        if strategy in ("semantic", "hybrid"):
-            mode: SearchMode = "dense" if strategy == "semantic" else "hybrid"
-            hits = self.long_term.retrieve_memories(query, top_k, mode=mode, explain=True)
-            out.items += _memory_items(_not_in(hits, recent))
-        if strategy in ("working", "hybrid") and self.working is not None:
-            out.items += _working_items(self.working.get_context_for_llm())
+        short_term = self.short_term
+        if strategy in ("recent", "hybrid") and short_term is not None and self.recent_turns > 0:
+            view = yield from call(short_term.get_view, short_term.aget_view)
+            turns = [m for m in view.messages if not m.metadata.get("agentmem_summary")]
+            recent = turns[-self.recent_turns :]
+        hits = yield from self._recall(query, strategy, top_k)
+        out.items += _memory_items(_not_in(hits, recent))
+        working = self.working
+        if strategy in ("working", "hybrid") and working is not None:
+            text = yield from call(working.get_context_for_llm, working.aget_context_for_llm)
+            out.items += _working_items(text)
         out.items += self._recent_items(recent)
         return out
 
-    async def aretrieve_relevant_context(
-        self, query: str, strategy: Strategy = "hybrid", top_k: int = 5
-    ) -> RetrievedContext:
-        """Async twin of :meth:`retrieve_relevant_context`."""
-        strategy = self._check(strategy)
-        out = RetrievedContext(strategy)
-        recent: list[Message] = []
-        if strategy in ("recent", "hybrid") and self.short_term is not None:
-            recent = (await self.short_term.aget_log())[-self.recent_turns :]
-        if strategy in ("semantic", "hybrid"):
-            mode: SearchMode = "dense" if strategy == "semantic" else "hybrid"
-            hits = await self.long_term.aretrieve_memories(query, top_k, mode=mode, explain=True)
-            out.items += _memory_items(_not_in(hits, recent))
-        if strategy in ("working", "hybrid") and self.working is not None:
-            out.items += _working_items(await self.working.aget_context_for_llm())
-        out.items += self._recent_items(recent)
-        return out
+    aretrieve_relevant_context = async_twin(retrieve_relevant_context)
 
     @staticmethod
     def _recent_items(messages: Sequence[Message]) -> list[ContextItem]:
