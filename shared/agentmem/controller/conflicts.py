@@ -25,15 +25,15 @@ processes on a shared Qdrant server are not serialized with each other.)
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from agentmem._locks import KeyedLock, holding, keyed_lock
+from agentmem._sansio import Program, async_twin, call, locked, twin
 from agentmem.errors import LLMError
-from agentmem.llm import ChatModel, acomplete_json, complete_json
+from agentmem.llm import ChatModel, complete_json_program
 from agentmem.long_term.memory import LongTermMemory
 from agentmem.long_term.records import MemoryRecord
 from agentmem.long_term.store import ScoredRecord
@@ -130,18 +130,27 @@ class ConflictResolver:
 
     # -- public ----------------------------------------------------------------------------
 
-    def write(self, memory: LongTermMemory, record: MemoryRecord) -> ConflictDecision:
-        """Resolve ``record`` against ``memory`` and write it as decided."""
-        with _write_lock(memory):
-            return self._write(memory, record)
+    @twin
+    def write(self, memory: LongTermMemory, record: MemoryRecord) -> Program[ConflictDecision]:
+        """Resolve ``record`` against ``memory`` and write it as decided.
 
-    async def awrite(self, memory: LongTermMemory, record: MemoryRecord) -> ConflictDecision:
-        """Async twin of :meth:`write` (waits for the scope's lock without blocking the loop)."""
-        async with holding(_write_lock(memory)):
-            return await self._awrite(memory, record)
+        Search and write run under the lock of ``memory``'s scope, one behaviour for
+        threads and asyncio tasks (async callers wait for it without blocking the loop).
 
-    def _write(self, memory: LongTermMemory, record: MemoryRecord) -> ConflictDecision:
-        hits = memory.retrieve_memories(
+        Example:
+            >>> resolver = ConflictResolver()
+            >>> record = memory.new_record("Alice indents with tabs", "semantic")  # doctest: +SKIP
+            >>> resolver.write(memory, record).action  # doctest: +SKIP
+            'add'
+        """
+        return (yield from locked(_write_key(memory), self._write(memory, record)))
+
+    awrite = async_twin(write)
+
+    def _write(self, memory: LongTermMemory, record: MemoryRecord) -> Program[ConflictDecision]:
+        hits = yield from call(
+            memory.retrieve_memories,
+            memory.aretrieve_memories,
             record.content,
             self.max_candidates,
             memory_type=record.memory_type,
@@ -151,25 +160,9 @@ class ConflictResolver:
         )
         decision = self._cheap(record, hits)
         if decision is None:
-            judgement = self._judge_sync(record, hits)
+            judgement = yield from self._judge(record, hits)
             decision = self._decide(record, hits, judgement)
-        self._apply_sync(memory, decision)
-        return _logged(decision)
-
-    async def _awrite(self, memory: LongTermMemory, record: MemoryRecord) -> ConflictDecision:
-        hits = await memory.aretrieve_memories(
-            record.content,
-            self.max_candidates,
-            memory_type=record.memory_type,
-            mode="dense",
-            explain=True,
-            touch=False,
-        )
-        decision = self._cheap(record, hits)
-        if decision is None:
-            judgement = await self._judge_async(record, hits)
-            decision = self._decide(record, hits, judgement)
-        await self._apply_async(memory, decision)
+        yield from self._apply(memory, decision)
         return _logged(decision)
 
     # -- deciding --------------------------------------------------------------------------
@@ -218,21 +211,14 @@ class ConflictResolver:
         )
         return [{"role": "system", "content": JUDGE_PROMPT}, {"role": "user", "content": user}]
 
-    def _judge_sync(
+    def _judge(
         self, record: MemoryRecord, hits: Sequence[ScoredRecord]
-    ) -> Judgement | LLMError:
+    ) -> Program[Judgement | LLMError]:
         assert self.llm is not None  # invariant: _cheap returned None only with an LLM
         try:
-            return complete_json(self.llm, self._prompt(record, hits), Judgement)
-        except LLMError as exc:
-            return exc
-
-    async def _judge_async(
-        self, record: MemoryRecord, hits: Sequence[ScoredRecord]
-    ) -> Judgement | LLMError:
-        assert self.llm is not None  # invariant: _cheap returned None only with an LLM
-        try:
-            return await acomplete_json(self.llm, self._prompt(record, hits), Judgement)
+            return (
+                yield from complete_json_program(self.llm, self._prompt(record, hits), Judgement)
+            )
         except LLMError as exc:
             return exc
 
@@ -305,31 +291,19 @@ class ConflictResolver:
             return decision.record.replace(metadata=meta)
         return decision.record
 
-    def _apply_sync(self, memory: LongTermMemory, decision: ConflictDecision) -> None:
+    def _apply(self, memory: LongTermMemory, decision: ConflictDecision) -> Program[None]:
         existing = decision.existing
         if decision.action == "reinforce" and existing is not None:
             fields = self._reinforcement(decision)
             if fields is not None:
-                memory.update_fields([existing.id], fields)
+                yield from call(memory.update_fields, memory.aupdate_fields, [existing.id], fields)
             return
         # New memory first, then end the old one: a crash in between leaves a record that
         # says what it supersedes, and the next consolidation pass ends the old one.
         record = self._to_write(decision)
-        memory.store_records([record])
+        yield from call(memory.store_records, memory.astore_records, [record])
         if decision.action == "supersede" and existing is not None:
-            self.finish_supersede(memory, record)
-
-    async def _apply_async(self, memory: LongTermMemory, decision: ConflictDecision) -> None:
-        existing = decision.existing
-        if decision.action == "reinforce" and existing is not None:
-            fields = self._reinforcement(decision)
-            if fields is not None:
-                await memory.aupdate_fields([existing.id], fields)
-            return
-        record = self._to_write(decision)
-        await memory.astore_records([record])
-        if decision.action == "supersede" and existing is not None:
-            await self.afinish_supersede(memory, record)
+            yield from self._finish_supersede(memory, record)
 
     # -- crash recovery ----------------------------------------------------------------------
 
@@ -341,30 +315,35 @@ class ConflictResolver:
             if r.is_current and isinstance(r.metadata.get(SUPERSEDES_KEY), str)
         }
 
+    @twin
     def unfinished_supersedes(
         self, memory: LongTermMemory, records: Sequence[MemoryRecord]
-    ) -> list[MemoryRecord]:
+    ) -> Program[list[MemoryRecord]]:
         """Those of ``records`` whose superseded memory is still current (a crash came
         between writing them and ending it)."""
-        targets = self._targets(records)
-        still = memory.get_records(list(targets)) if targets else []
-        return [targets[old.id] for old in still if old.is_current]
+        return (yield from self._unfinished_supersedes(memory, records))
 
-    async def aunfinished_supersedes(
+    aunfinished_supersedes = async_twin(unfinished_supersedes)
+
+    def _unfinished_supersedes(
         self, memory: LongTermMemory, records: Sequence[MemoryRecord]
-    ) -> list[MemoryRecord]:
-        """Async twin of :meth:`unfinished_supersedes`."""
+    ) -> Program[list[MemoryRecord]]:
         targets = self._targets(records)
-        still = await memory.aget_records(list(targets)) if targets else []
+        if not targets:
+            return []
+        still = yield from call(memory.get_records, memory.aget_records, list(targets))
         return [targets[old.id] for old in still if old.is_current]
 
-    def finish_supersede(self, memory: LongTermMemory, record: MemoryRecord) -> None:
+    @twin
+    def finish_supersede(self, memory: LongTermMemory, record: MemoryRecord) -> Program[None]:
         """End the memory ``record`` supersedes (``valid_to``, ``superseded_by``)."""
-        memory.supersede_memory(str(record.metadata[SUPERSEDES_KEY]), record)
+        return (yield from self._finish_supersede(memory, record))
 
-    async def afinish_supersede(self, memory: LongTermMemory, record: MemoryRecord) -> None:
-        """Async twin of :meth:`finish_supersede`."""
-        await memory.asupersede_memory(str(record.metadata[SUPERSEDES_KEY]), record)
+    afinish_supersede = async_twin(finish_supersede)
+
+    def _finish_supersede(self, memory: LongTermMemory, record: MemoryRecord) -> Program[None]:
+        ended = str(record.metadata[SUPERSEDES_KEY])
+        yield from call(memory.supersede_memory, memory.asupersede_memory, ended, record)
 
 
 def _cosine(hit: ScoredRecord) -> float:
@@ -382,6 +361,6 @@ def _logged(decision: ConflictDecision) -> ConflictDecision:
     return decision
 
 
-def _write_lock(memory: LongTermMemory) -> KeyedLock:
-    """The lock of the scope ``memory`` writes into, shared by every handle on it."""
-    return keyed_lock(("conflict-write", memory.store, memory.scope))
+def _write_key(memory: LongTermMemory) -> Hashable:
+    """The lock key of the scope ``memory`` writes into, shared by every handle on it."""
+    return ("conflict-write", memory.store, memory.scope)

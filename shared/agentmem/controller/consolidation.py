@@ -36,9 +36,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
+from agentmem._sansio import Program, async_twin, call, twin
 from agentmem.controller.conflicts import ConflictDecision, ConflictResolver
 from agentmem.errors import LLMError
-from agentmem.llm import ChatModel, acomplete_json, complete_json
+from agentmem.llm import ChatModel, complete_json_program
 from agentmem.long_term.memory import LongTermMemory
 from agentmem.long_term.records import MemoryRecord
 from agentmem.stores.base import SessionStore
@@ -263,29 +264,37 @@ class MemoryConsolidator:
     def _state(watermark: str | None, pending: dict[str, Any] | None) -> dict[str, Any]:
         return {"version": 1, "watermark": watermark, "pending": pending}
 
-    # -- sync ------------------------------------------------------------------------------
+    # -- running -------------------------------------------------------------------------
 
+    @twin
     def consolidate_session(
         self, messages: Sequence[MessageLike], *, session_id: str = "default"
-    ) -> ConsolidationReport:
+    ) -> Program[ConsolidationReport]:
         """Consolidate the messages of ``session_id`` not consolidated before.
 
         ``messages`` is the session's log (or its tail), oldest first; messages up to the
         stored watermark are skipped. Returns what was done; never raises for LLM output
         problems (they are in ``report.error``).
         """
-        state = self.store.get_state(session_id, self.state_key) or {}
+        return (yield from self._consolidate_session(messages, session_id=session_id))
+
+    aconsolidate_session = async_twin(consolidate_session)
+
+    def _consolidate_session(
+        self, messages: Sequence[MessageLike], *, session_id: str
+    ) -> Program[ConsolidationReport]:
+        state = (yield from self._get_state(session_id)) or {}
         report = ConsolidationReport(watermark=state.get("watermark"))
         pending = state.get("pending")
         if pending:  # an earlier run died after extracting: finish it first
-            self._finish_sync(session_id, pending, report)
-            state = self.store.get_state(session_id, self.state_key) or {}
+            yield from self._finish(session_id, pending, report)
+            state = (yield from self._get_state(session_id)) or {}
         for batch in self._batches(self._pending_messages(messages, state)):
             if self.llm is None:
                 extraction = self._rounds(batch)
             else:
                 try:
-                    extraction = complete_json(
+                    extraction = yield from complete_json_program(
                         self.llm, self._prompt(batch), Extraction, max_retries=self.max_retries
                     )
                 except LLMError as exc:
@@ -293,82 +302,46 @@ class MemoryConsolidator:
                     logger.warning("consolidation of session %r stopped: %s", session_id, exc)
                     return report
             pending = self._pending(session_id, batch, extraction)
-            self.store.set_state(session_id, self.state_key, self._state(report.watermark, pending))
-            self._finish_sync(session_id, pending, report)
+            yield from self._set_state(session_id, self._state(report.watermark, pending))
+            yield from self._finish(session_id, pending, report)
             report.messages += len(batch)
         return report
 
-    def _finish_sync(
+    def _finish(
         self, session_id: str, pending: dict[str, Any], report: ConsolidationReport
-    ) -> None:
+    ) -> Program[None]:
+        memory, resolver = self.memory, self.resolver
         records = _records_from(pending)
-        stored = self.memory.get_records([r.id for r in records])
-        for ended in self.resolver.unfinished_supersedes(self.memory, stored):
-            self.resolver.finish_supersede(self.memory, ended)
+        stored = yield from call(memory.get_records, memory.aget_records, [r.id for r in records])
+        for ended in (yield from resolver._unfinished_supersedes(memory, stored)):
+            yield from resolver._finish_supersede(memory, ended)
         done = {r.id for r in stored} | set(pending.get("done", ()))
         for record in records:
             if record.id in done:
                 report.skipped += 1
                 continue
-            report.decisions.append(self.resolver.write(self.memory, record))
+            # Through the public write/awrite (not its program): a wrapped or patched
+            # resolver.write is honoured.
+            report.decisions.append(
+                (yield from call(resolver.write, resolver.awrite, memory, record))
+            )
             # Reinforcements write no record of their own: remember each decided item so a
             # replay after a crash never applies it twice.
             done.add(record.id)
             progress = self._state(report.watermark, {**pending, "done": sorted(done)})
-            self.store.set_state(session_id, self.state_key, progress)
+            yield from self._set_state(session_id, progress)
         report.watermark = pending["through"]
-        self.store.set_state(session_id, self.state_key, self._state(report.watermark, None))
+        yield from self._set_state(session_id, self._state(report.watermark, None))
 
-    # -- async -----------------------------------------------------------------------------
+    def _get_state(self, session_id: str) -> Program[dict[str, Any] | None]:
+        return (
+            yield from call(self.store.get_state, self.store.aget_state, session_id, self.state_key)
+        )
 
-    async def aconsolidate_session(
-        self, messages: Sequence[MessageLike], *, session_id: str = "default"
-    ) -> ConsolidationReport:
-        """Async twin of :meth:`consolidate_session`."""
-        state = await self.store.aget_state(session_id, self.state_key) or {}
-        report = ConsolidationReport(watermark=state.get("watermark"))
-        pending = state.get("pending")
-        if pending:
-            await self._finish_async(session_id, pending, report)
-            state = await self.store.aget_state(session_id, self.state_key) or {}
-        for batch in self._batches(self._pending_messages(messages, state)):
-            if self.llm is None:
-                extraction = self._rounds(batch)
-            else:
-                try:
-                    extraction = await acomplete_json(
-                        self.llm, self._prompt(batch), Extraction, max_retries=self.max_retries
-                    )
-                except LLMError as exc:
-                    report.error = f"extraction failed: {exc}"
-                    logger.warning("consolidation of session %r stopped: %s", session_id, exc)
-                    return report
-            pending = self._pending(session_id, batch, extraction)
-            await self.store.aset_state(
-                session_id, self.state_key, self._state(report.watermark, pending)
-            )
-            await self._finish_async(session_id, pending, report)
-            report.messages += len(batch)
-        return report
-
-    async def _finish_async(
-        self, session_id: str, pending: dict[str, Any], report: ConsolidationReport
-    ) -> None:
-        records = _records_from(pending)
-        found = await self.memory.aget_records([r.id for r in records])
-        for ended in await self.resolver.aunfinished_supersedes(self.memory, found):
-            await self.resolver.afinish_supersede(self.memory, ended)
-        done = {r.id for r in found} | set(pending.get("done", ()))
-        for record in records:
-            if record.id in done:
-                report.skipped += 1
-                continue
-            report.decisions.append(await self.resolver.awrite(self.memory, record))
-            done.add(record.id)
-            progress = self._state(report.watermark, {**pending, "done": sorted(done)})
-            await self.store.aset_state(session_id, self.state_key, progress)
-        report.watermark = pending["through"]
-        await self.store.aset_state(session_id, self.state_key, self._state(report.watermark, None))
+    def _set_state(self, session_id: str, state: dict[str, Any]) -> Program[None]:
+        yield from call(
+            self.store.set_state, self.store.aset_state, session_id, self.state_key, state
+        )
 
     def _pending(
         self, session_id: str, batch: Sequence[Message], extraction: Extraction

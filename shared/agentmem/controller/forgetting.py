@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from agentmem._sansio import Program, async_twin, call, twin
 from agentmem.errors import ConfigurationError
 from agentmem.long_term.records import MemoryRecord
 from agentmem.types import utcnow
@@ -201,23 +202,26 @@ class ForgettingPolicy:
                 return f"unused for {age:.0f} days (over {self.max_age_days:g})"
         return None
 
-    def apply(self, memory: LongTermMemory, *, dry_run: bool = False) -> ForgettingReport:
+    @twin
+    def apply(self, memory: LongTermMemory, *, dry_run: bool = False) -> Program[ForgettingReport]:
         """Run a pass over ``memory``'s scope; with ``dry_run`` only report.
 
         Every deletion is logged (logger ``agentmem.controller.forgetting``, level INFO)
         with its reason.
+
+        Example:
+            >>> policy = ForgettingPolicy(max_age_days=90)
+            >>> policy.apply(memory, dry_run=True).deleted  # doctest: +SKIP
+            0
         """
-        report = self.plan(memory.all_records())
+        records = yield from call(memory.all_records, memory.aall_records)
+        report = self.plan(records)
         if not dry_run and report.decisions:
-            memory.delete_memories([d.record.id for d in report.decisions])
+            ids = [d.record.id for d in report.decisions]
+            yield from call(memory.delete_memories, memory.adelete_memories, ids)
         return self._log(report, dry_run)
 
-    async def aapply(self, memory: LongTermMemory, *, dry_run: bool = False) -> ForgettingReport:
-        """Async twin of :meth:`apply`."""
-        report = self.plan(await memory.aall_records())
-        if not dry_run and report.decisions:
-            await memory.adelete_memories([d.record.id for d in report.decisions])
-        return self._log(report, dry_run)
+    aapply = async_twin(apply)
 
     @staticmethod
     def _log(report: ForgettingReport, dry_run: bool) -> ForgettingReport:
