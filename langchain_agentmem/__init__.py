@@ -7,7 +7,8 @@ Example:
 
 ``AgentMemoryStore`` and ``AgentMemoryMiddleware`` need ``langgraph`` / ``langchain``
 (the ``[langgraph]`` extra); they are imported on first use, so the chat history, the
-retriever, the tools and the model adapter work with ``langchain-core`` alone.
+retriever, the tools, the model adapter and :class:`LangChainEmbedder` (any LangChain
+``Embeddings`` as an agentmem embedder) work with ``langchain-core`` alone.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from langchain_agentmem.adapters import LangChainChatModel, embedder_from_langchain
+from langchain_agentmem.embeddings import LangChainEmbedder
 from langchain_agentmem.history import AgentMemoryChatHistory
 from langchain_agentmem.retriever import AgentMemoryRetriever
 from langchain_agentmem.tools import create_memory_tools
@@ -29,6 +31,7 @@ __all__ = [
     "AgentMemoryRetriever",
     "AgentMemoryStore",
     "LangChainChatModel",
+    "LangChainEmbedder",
     "create_memory_tools",
     "embedder_from_langchain",
 ]

@@ -4,8 +4,8 @@
   :class:`~agentmem.llm.StructuredChatModel` (summaries, consolidation, conflict judging).
   JSON completions use the model's ``with_structured_output`` when it supports it, and
   agentmem's validated JSON prompting with bounded retries otherwise.
-* Embeddings: reuse :class:`agentmem.embeddings.LangChainEmbedder` (re-exported here as
-  :func:`embedder_from_langchain` for discoverability).
+* Embeddings: :class:`~langchain_agentmem.embeddings.LangChainEmbedder` (also built by
+  :func:`embedder_from_langchain`, for discoverability).
 
 Example:
     >>> from langchain_core.language_models import GenericFakeChatModel
@@ -25,11 +25,11 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, ValidationError
 
-from agentmem.embeddings import LangChainEmbedder
 from agentmem.errors import ConfigurationError, LLMOutputError
 from agentmem.llm import acomplete_json, complete_json
 from agentmem.types import Message
 from langchain_agentmem._convert import to_langchain
+from langchain_agentmem.embeddings import LangChainEmbedder
 
 __all__ = ["LangChainChatModel", "embedder_from_langchain", "to_langchain_messages"]
 

@@ -7,6 +7,7 @@
   blocks for ``llama_index.core.memory.Memory``.
 * :class:`AgentMemoryRetriever`: long-term memories as a ``BaseRetriever``.
 * :class:`LlamaIndexChatModel`: any LlamaIndex ``LLM`` as an agentmem chat model.
+* :class:`LlamaIndexEmbedder`: any LlamaIndex ``BaseEmbedding`` as an agentmem embedder.
 
 Example:
     >>> from llamaindex_agentmem import AgentMemory
@@ -16,6 +17,7 @@ Example:
 
 from llamaindex_agentmem.adapters import LlamaIndexChatModel
 from llamaindex_agentmem.blocks import FactMemoryBlock, LongTermMemoryBlock, WorkingMemoryBlock
+from llamaindex_agentmem.embeddings import LlamaIndexEmbedder
 from llamaindex_agentmem.memory import AgentMemory
 from llamaindex_agentmem.retriever import AgentMemoryRetriever
 
@@ -24,6 +26,7 @@ __all__ = [
     "AgentMemoryRetriever",
     "FactMemoryBlock",
     "LlamaIndexChatModel",
+    "LlamaIndexEmbedder",
     "LongTermMemoryBlock",
     "WorkingMemoryBlock",
 ]

@@ -5,8 +5,9 @@
   judging). JSON extraction uses the LLM's own ``structured_predict`` (function calling)
   when the model supports function calling, and agentmem's validated JSON loop with bounded
   retries otherwise, or when structured prediction fails.
-* :func:`as_embedder` wraps any LlamaIndex ``BaseEmbedding`` (agentmem's
-  :class:`~agentmem.embeddings.LlamaIndexEmbedder`) and passes agentmem embedders through.
+* :func:`as_embedder` wraps any LlamaIndex ``BaseEmbedding`` (in a
+  :class:`~llamaindex_agentmem.embeddings.LlamaIndexEmbedder`) and passes agentmem embedders
+  through.
 
 Example:
     >>> from llama_index.core.llms import MockLLM
@@ -26,11 +27,12 @@ from llama_index.core.llms import LLM, ChatMessage
 from llama_index.core.prompts import ChatPromptTemplate
 from pydantic import BaseModel, ValidationError
 
-from agentmem.embeddings import Embedder, LlamaIndexEmbedder
+from agentmem.embeddings import Embedder
 from agentmem.errors import ConfigurationError
 from agentmem.llm import ChatModel, acomplete_json, complete_json
 from agentmem.types import Message
 from llamaindex_agentmem._convert import from_agentmem
+from llamaindex_agentmem.embeddings import LlamaIndexEmbedder
 
 __all__ = ["LlamaIndexChatModel", "as_chat_model", "as_embedder"]
 

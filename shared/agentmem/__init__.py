@@ -14,8 +14,6 @@ from agentmem.context import BuiltContext
 from agentmem.embeddings import (
     CachedEmbedder,
     Embedder,
-    LangChainEmbedder,
-    LlamaIndexEmbedder,
     OpenAIEmbedder,
     SentenceTransformerEmbedder,
     default_embedder,
@@ -79,8 +77,6 @@ __all__ = [
     "LLMOutputError",
     "LLMResponseError",
     "LLMTimeoutError",
-    "LangChainEmbedder",
-    "LlamaIndexEmbedder",
     "LongTermMemory",
     "MemoryConsolidator",
     "MemoryManager",
@@ -110,3 +106,15 @@ __all__ = [
     "complete_json",
     "default_embedder",
 ]
+
+
+def __getattr__(name: str) -> type:
+    # PEP 562: LangChainEmbedder / LlamaIndexEmbedder moved to langchain_agentmem /
+    # llamaindex_agentmem; the old names warn and import them lazily until agentmem 0.3.
+    import warnings
+
+    from agentmem.embeddings.adapters import moved_adapter
+
+    cls, message = moved_adapter(__name__, name)
+    warnings.warn(message, DeprecationWarning, stacklevel=2)
+    return cls

@@ -20,6 +20,11 @@ BPE merges never cross them; the sum is therefore the count of the rendered chat
 Counts of :class:`~agentmem.types.Message` objects are cached on the message (they are
 immutable), so a view over a long history never re-tokenizes it.
 
+Offline: agentmem ships tiktoken's ``cl100k_base`` and ``o200k_base`` BPE files as package
+data (sha256-checked against tiktoken's own pins, loaded with tiktoken's own parameters), so
+counting needs no network, no ``TIKTOKEN_CACHE_DIR`` and no framework; other encodings go
+through tiktoken's cache or download (see :mod:`agentmem._encodings`).
+
 Example:
     >>> from agentmem import TokenCounter
     >>> counter = TokenCounter(model="gpt-4o")

@@ -20,13 +20,13 @@ from agentmem.embeddings import (
     CachedEmbedder,
     CacheInfo,
     Embedder,
-    LangChainEmbedder,
-    LlamaIndexEmbedder,
     OpenAIEmbedder,
     SentenceTransformerEmbedder,
     default_embedder,
 )
 from agentmem.errors import ConfigurationError, DimensionMismatchError, InvalidValueError
+from langchain_agentmem import LangChainEmbedder
+from llamaindex_agentmem import LlamaIndexEmbedder
 from tests.fake_embedder import HashingEmbedder
 
 BAD_TEXTS: list[Any] = ["", "   ", "\n\t", None, 3, b"bytes"]

@@ -1,15 +1,18 @@
-"""Dense text embeddings: the :class:`Embedder` protocol, a cache, and adapters.
+"""Dense text embeddings: the :class:`Embedder` protocol, a cache, and embedders.
 
 =====================================  ==========================================
 :class:`SentenceTransformerEmbedder`   local, offline; default all-MiniLM-L6-v2
 :class:`OpenAIEmbedder`                OpenAI or any OpenAI-compatible server
-:class:`LangChainEmbedder`             any LangChain ``Embeddings``
-:class:`LlamaIndexEmbedder`            any LlamaIndex ``BaseEmbedding``
 :class:`CachedEmbedder`                LRU cache by content hash around any of them
 :func:`default_embedder`               ``CachedEmbedder(SentenceTransformerEmbedder())``
 =====================================  ==========================================
 
-Framework and model packages are imported only when the matching class is built.
+Model packages are imported only when the matching class is built. The framework adapters
+live with their framework: ``langchain_agentmem.LangChainEmbedder`` (any LangChain
+``Embeddings``) and ``llamaindex_agentmem.LlamaIndexEmbedder`` (any LlamaIndex
+``BaseEmbedding``). Their old names here still resolve until agentmem 0.3, with a
+``DeprecationWarning``, through a module ``__getattr__`` that imports them lazily, so
+``import agentmem.embeddings`` imports no framework.
 
 Example:
     >>> from agentmem.embeddings import default_embedder
@@ -20,7 +23,9 @@ Example:
 
 from __future__ import annotations
 
-from agentmem.embeddings.adapters import LangChainEmbedder, LlamaIndexEmbedder
+import warnings
+from typing import TYPE_CHECKING
+
 from agentmem.embeddings.base import Embedder
 from agentmem.embeddings.cache import CachedEmbedder, CacheInfo
 from agentmem.embeddings.local import (
@@ -31,15 +36,26 @@ from agentmem.embeddings.local import (
 )
 from agentmem.embeddings.openai import OpenAIEmbedder
 
+if TYPE_CHECKING:  # the deprecated names, for type checkers only
+    from langchain_agentmem.embeddings import LangChainEmbedder as LangChainEmbedder
+    from llamaindex_agentmem.embeddings import LlamaIndexEmbedder as LlamaIndexEmbedder
+
 __all__ = [
     "ALL_MINILM_L6_V2",
     "ALL_MINILM_L6_V2_SHA256",
     "CacheInfo",
     "CachedEmbedder",
     "Embedder",
-    "LangChainEmbedder",
-    "LlamaIndexEmbedder",
     "OpenAIEmbedder",
     "SentenceTransformerEmbedder",
     "default_embedder",
 ]
+
+
+def __getattr__(name: str) -> type:
+    # PEP 562: LangChainEmbedder / LlamaIndexEmbedder moved to the adapter packages.
+    from agentmem.embeddings.adapters import moved_adapter
+
+    cls, message = moved_adapter(__name__, name)
+    warnings.warn(message, DeprecationWarning, stacklevel=2)
+    return cls

@@ -49,8 +49,8 @@ class Embedder(Protocol):
 
     Implementations: :class:`~agentmem.embeddings.SentenceTransformerEmbedder` (local,
     offline default), :class:`~agentmem.embeddings.OpenAIEmbedder`,
-    :class:`~agentmem.embeddings.LangChainEmbedder`,
-    :class:`~agentmem.embeddings.LlamaIndexEmbedder`; wrap any of them in
+    :class:`~langchain_agentmem.LangChainEmbedder`,
+    :class:`~llamaindex_agentmem.LlamaIndexEmbedder`; wrap any of them in
     :class:`~agentmem.embeddings.CachedEmbedder` to embed identical text once.
 
     ``isinstance(x, Embedder)`` checks the attribute names only; it never loads a model.
