@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, NamedTuple, TypeAlias, TypeVar, cast
+from typing import Any, NamedTuple, TypeAlias, TypeVar
 
 import redis
 import redis.asyncio
@@ -36,6 +36,7 @@ import redis.connection
 from redis.backoff import AbstractBackoff
 from redis.retry import Retry
 
+from agentmem._sansio import Program, Request, adrive, call, drive
 from agentmem.errors import StoreError, StoreOutcome, StoreUnavailableError
 from agentmem.stores.base import StoredMessage
 from agentmem.types import Message
@@ -240,6 +241,60 @@ def _next_delay(
     return delay
 
 
+class _Step(Request[Any]):
+    """A request to call ``fn()``; the async driver also awaits what it returns when that is
+    awaitable. redis-py hands its retry loops and connection hooks sync callables from a
+    sync client and async ones (or, for failure callbacks, either) from an asyncio client,
+    so the loops and hooks below are written once as programs of steps."""
+
+    __slots__ = ("_fn",)
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        self._fn = fn
+
+    def run(self) -> Any:
+        return self._fn()
+
+    async def arun(self) -> Any:
+        result = self._fn()
+        return await result if inspect.isawaitable(result) else result
+
+
+def _attempts(
+    retry: DeadlineRetry | AsyncDeadlineRetry,
+    do: Callable[[], T] | Callable[[], Awaitable[T]],
+    fail: Callable[..., Any],
+    is_retryable: Callable[[Exception], bool] | None,
+    with_failure_count: bool,
+) -> Program[T]:
+    """The retry loop of both deadline retry classes: ``do`` until it succeeds, a failure is
+    not retryable, or :func:`_next_delay` gives up (retry count or call deadline)."""
+    deadline = _deadline(retry.budget)
+    retry._backoff.reset()  # type: ignore[no-untyped-call]
+    failures = 0
+    while True:
+        try:
+            result: T = yield from _Step(do)
+            return result
+        except retry._supported_errors as error:
+            if is_retryable is not None and not is_retryable(error):
+                raise
+            failures += 1
+            args = (error, failures) if with_failure_count else (error,)
+            yield from _Step(lambda: fail(*args))  # noqa: B023 - called right here
+            delay = _next_delay(
+                retry._backoff, retry._retries, retry.attempt_time, failures, deadline, error
+            )
+            if delay is None:
+                raise
+            if delay > 0:
+                yield from call(time.sleep, _async_sleep, delay)
+
+
+async def _async_sleep(seconds: float) -> None:
+    await asyncio.sleep(seconds)
+
+
 class DeadlineRetry(Retry):
     """A redis-py ``Retry`` that also stops at the deadline of the running store call.
 
@@ -265,8 +320,7 @@ class DeadlineRetry(Retry):
         budget: float | None,
     ) -> None:
         super().__init__(backoff, retries, supported_errors)
-        self.attempt_time = attempt_time
-        self.budget = budget
+        self.attempt_time, self.budget = attempt_time, budget
 
     def call_with_retry(
         self,
@@ -275,29 +329,11 @@ class DeadlineRetry(Retry):
         is_retryable: Callable[[Exception], bool] | None = None,
         with_failure_count: bool = False,
     ) -> T:
-        deadline = _deadline(self.budget)
-        on_failure = cast("Callable[..., Any]", fail)
-        self._backoff.reset()  # type: ignore[no-untyped-call]
-        failures = 0
-        while True:
-            try:
-                return do()
-            except self._supported_errors as error:
-                if is_retryable is not None and not is_retryable(error):
-                    raise
-                failures += 1
-                on_failure(error, failures) if with_failure_count else on_failure(error)
-                delay = _next_delay(
-                    self._backoff, self._retries, self.attempt_time, failures, deadline, error
-                )
-                if delay is None:
-                    raise
-                if delay > 0:
-                    time.sleep(delay)
+        return drive(_attempts(self, do, fail, is_retryable, with_failure_count))
 
 
 class AsyncDeadlineRetry(redis.asyncio.retry.Retry):
-    """The asyncio twin of :class:`DeadlineRetry` (same arguments, same policy)."""
+    """The asyncio twin of :class:`DeadlineRetry` (same arguments, same policy, same loop)."""
 
     def __init__(
         self,
@@ -309,8 +345,7 @@ class AsyncDeadlineRetry(redis.asyncio.retry.Retry):
         budget: float | None,
     ) -> None:
         super().__init__(backoff, retries, supported_errors)
-        self.attempt_time = attempt_time
-        self.budget = budget
+        self.attempt_time, self.budget = attempt_time, budget
 
     async def call_with_retry(
         self,
@@ -319,61 +354,55 @@ class AsyncDeadlineRetry(redis.asyncio.retry.Retry):
         is_retryable: Callable[[Exception], bool] | None = None,
         with_failure_count: bool = False,
     ) -> T:
-        deadline = _deadline(self.budget)
-        on_failure = cast("Callable[..., Any]", fail)
-        self._backoff.reset()  # type: ignore[no-untyped-call]
-        failures = 0
-        while True:
-            try:
-                return await do()
-            except self._supported_errors as error:
-                if is_retryable is not None and not is_retryable(error):
-                    raise
-                failures += 1
-                result = on_failure(error, failures) if with_failure_count else on_failure(error)
-                if inspect.isawaitable(result):
-                    await result
-                delay = _next_delay(
-                    self._backoff, self._retries, self.attempt_time, failures, deadline, error
-                )
-                if delay is None:
-                    raise
-                if delay > 0:
-                    await asyncio.sleep(delay)
+        return await adrive(_attempts(self, do, fail, is_retryable, with_failure_count))
 
 
 # -- telling the call context when a command goes out ---------------------------------------
+#
+# Connection classes with these hooks raise the call's *sent* flag just before one of its
+# commands is written. Connecting (with its handshake) and the health-check PING happen
+# first and do not count: while they fail, nothing of the caller's has gone out.
+
+
+def _own_sends(
+    connection: _SendTracking | _AsyncSendTracking, step: Callable[[], Any]
+) -> Program[None]:
+    """Connect or health-check: the sends in ``step`` are the connection's, not the call's."""
+    connection._nesting += 1
+    try:
+        yield from _Step(step)
+    finally:
+        connection._nesting -= 1
+
+
+def _send(
+    connection: _SendTracking | _AsyncSendTracking,
+    send: Callable[..., Any],
+    command: Any,
+    check_health: bool,
+) -> Program[None]:
+    if not connection._nesting:
+        yield from _Step(connection.connect)  # a no-op when connected
+        if check_health:
+            yield from _Step(connection.check_health)
+        _note_sent()
+        check_health = False
+    yield from _Step(lambda: send(command, check_health=check_health))
 
 
 class _SendTracking(redis.connection.AbstractConnection):
-    """Mixin for a redis-py connection class: raise the call's *sent* flag just before one
-    of its commands is written. Connecting (with its handshake) and the health-check PING
-    happen first and do not count: while they fail, nothing of the caller's has gone out."""
+    """Mixin for a redis-py connection class: reports sends (see above)."""
 
     _nesting = 0  # > 0 while connecting or health-checking: those sends are ours, not the call's
 
     def connect(self) -> None:
-        self._nesting += 1
-        try:
-            super().connect()  # type: ignore[no-untyped-call]
-        finally:
-            self._nesting -= 1
+        drive(_own_sends(self, super().connect))
 
     def check_health(self) -> None:
-        self._nesting += 1
-        try:
-            super().check_health()  # type: ignore[no-untyped-call]
-        finally:
-            self._nesting -= 1
+        drive(_own_sends(self, super().check_health))
 
     def send_packed_command(self, command: Any, check_health: bool = True) -> None:
-        if not self._nesting:
-            self.connect()  # a no-op when connected
-            if check_health:
-                self.check_health()
-            _note_sent()
-            check_health = False
-        super().send_packed_command(command, check_health=check_health)  # type: ignore[no-untyped-call]
+        drive(_send(self, super().send_packed_command, command, check_health))
 
 
 class _AsyncSendTracking(redis.asyncio.connection.AbstractConnection):
@@ -382,27 +411,13 @@ class _AsyncSendTracking(redis.asyncio.connection.AbstractConnection):
     _nesting = 0
 
     async def connect(self) -> None:
-        self._nesting += 1
-        try:
-            await super().connect()  # type: ignore[no-untyped-call]
-        finally:
-            self._nesting -= 1
+        await adrive(_own_sends(self, super().connect))
 
     async def check_health(self) -> None:
-        self._nesting += 1
-        try:
-            await super().check_health()  # type: ignore[no-untyped-call]
-        finally:
-            self._nesting -= 1
+        await adrive(_own_sends(self, super().check_health))
 
     async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
-        if not self._nesting:
-            await self.connect()
-            if check_health:
-                await self.check_health()
-            _note_sent()
-            check_health = False
-        await super().send_packed_command(command, check_health=check_health)
+        await adrive(_send(self, super().send_packed_command, command, check_health))
 
 
 _TRACKING_CLASSES: dict[type, type] = {}
