@@ -48,8 +48,10 @@ from agentmem._encodings import load_encoding
 from agentmem.errors import ConfigurationError
 from agentmem.types import MessageLike, to_message
 
-__all__ = ["DEFAULT_ENCODING", "REPLY_PRIMING_TOKENS", "TokenCounter"]
+__all__ = ["DEFAULT_ENCODING", "DEFAULT_MODEL", "REPLY_PRIMING_TOKENS", "TokenCounter"]
 
+DEFAULT_MODEL = "gpt-4o"
+"""The target model agentmem counts for when none is given (one constant, used everywhere)."""
 DEFAULT_ENCODING = "o200k_base"
 REPLY_PRIMING_TOKENS = 3
 TOOL_CALL_TOKENS = 3
@@ -77,7 +79,7 @@ class TokenCounter:
 
     def __init__(
         self,
-        model: str = "gpt-4o",
+        model: str = DEFAULT_MODEL,
         *,
         encoding: str | None = None,
         cache_dir: str | Path | None = None,

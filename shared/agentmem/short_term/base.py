@@ -27,7 +27,7 @@ from agentmem.short_term._log import Unit, _LogMirror
 from agentmem.short_term.view import ShortTermView
 from agentmem.stores.base import SessionStore, validate_session_id
 from agentmem.stores.memory import InMemorySessionStore
-from agentmem.tokens import REPLY_PRIMING_TOKENS, TokenCounter
+from agentmem.tokens import DEFAULT_MODEL, REPLY_PRIMING_TOKENS, TokenCounter
 from agentmem.types import Message, MessageLike, ToolCall, to_message
 
 __all__ = ["ShortTermMemory", "check_limit", "tighter"]
@@ -52,7 +52,7 @@ class ShortTermMemory(ABC):
         session_id: str = "default",
         store: SessionStore | None = None,
         token_counter: TokenCounter | None = None,
-        model: str = "gpt-4o",
+        model: str = DEFAULT_MODEL,
         preserve_system: bool = True,
     ) -> None:
         self.session_id = validate_session_id(session_id)
