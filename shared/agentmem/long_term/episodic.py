@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from agentmem._sansio import Program, async_twin, twin
 from agentmem.errors import InvalidValueError
 from agentmem.long_term.memory import LongTermMemory
 from agentmem.long_term.store import ScoredRecord
@@ -63,8 +64,10 @@ class EpisodicMemory:
     def __init__(self, memory: LongTermMemory) -> None:
         self.memory = memory
 
+    @twin
     def store_episode(
         self,
+        /,
         situation: str,
         action: str,
         outcome: str,
@@ -73,41 +76,25 @@ class EpisodicMemory:
         importance: float = 0.5,
         metadata: Mapping[str, Any] | None = None,
         **fields: Any,
-    ) -> str:
+    ) -> Program[str]:
         """Store an episode; returns its memory id."""
         content, meta = _episode(situation, action, outcome, lesson, metadata)
-        record = self.memory.store_memory(
-            content, "episodic", meta, importance, subtype="episode", **fields
+        store = type(self.memory).store_memory.program
+        record = yield from store(
+            self.memory, content, "episodic", meta, importance, subtype="episode", **fields
         )
         return record.id
 
-    async def astore_episode(
-        self,
-        situation: str,
-        action: str,
-        outcome: str,
-        lesson: str | None = None,
-        *,
-        importance: float = 0.5,
-        metadata: Mapping[str, Any] | None = None,
-        **fields: Any,
-    ) -> str:
-        """Async twin of :meth:`store_episode`."""
-        content, meta = _episode(situation, action, outcome, lesson, metadata)
-        record = await self.memory.astore_memory(
-            content, "episodic", meta, importance, subtype="episode", **fields
-        )
-        return record.id
+    astore_episode = async_twin(store_episode)
 
-    def recall_similar_episodes(self, situation: str, top_k: int = 3) -> list[Episode]:
+    @twin
+    def recall_similar_episodes(self, situation: str, top_k: int = 3) -> Program[list[Episode]]:
         """Episodes whose situation resembles ``situation``, most similar first."""
-        hits = self.memory.retrieve_memories(situation, top_k, memory_type="episodic")
+        retrieve = type(self.memory).retrieve_memories.program
+        hits = yield from retrieve(self.memory, situation, top_k, memory_type="episodic")
         return [Episode.from_hit(h) for h in hits]
 
-    async def arecall_similar_episodes(self, situation: str, top_k: int = 3) -> list[Episode]:
-        """Async twin of :meth:`recall_similar_episodes`."""
-        hits = await self.memory.aretrieve_memories(situation, top_k, memory_type="episodic")
-        return [Episode.from_hit(h) for h in hits]
+    arecall_similar_episodes = async_twin(recall_similar_episodes)
 
 
 def _episode(

@@ -199,14 +199,16 @@ class LongTermMemory:
         fields.setdefault("created_at", self._clock())
         return build_record(self.scope, content, memory_type, metadata, importance, fields)
 
+    @twin
     def store_memory(
         self,
+        /,
         content: str,
         memory_type: str,
         metadata: Mapping[str, Any] | None = None,
         importance: float = 1.0,
         **fields: Any,
-    ) -> MemoryRecord:
+    ) -> Program[MemoryRecord]:
         """Store one memory; returns the stored record.
 
         ``fields`` sets other :class:`MemoryRecord` fields (``subtype``, ``created_at``,
@@ -216,43 +218,28 @@ class LongTermMemory:
         record = self.new_record(
             content, memory_type, metadata=metadata, importance=importance, **fields
         )
-        self.store_records([record])
+        yield from self._store_records([record])
         return record
 
-    async def astore_memory(
-        self,
-        content: str,
-        memory_type: str,
-        metadata: Mapping[str, Any] | None = None,
-        importance: float = 1.0,
-        **fields: Any,
-    ) -> MemoryRecord:
-        """Async twin of :meth:`store_memory`."""
-        record = self.new_record(
-            content, memory_type, metadata=metadata, importance=importance, **fields
-        )
-        await self.astore_records([record])
-        return record
+    astore_memory = async_twin(store_memory)
 
-    def store_records(self, records: Sequence[MemoryRecord]) -> None:
+    @twin
+    def store_records(self, records: Sequence[MemoryRecord]) -> Program[None]:
         """Embed and upsert records in one batch (all in this memory's scope)."""
-        records = self._own(records)
-        if not records:
-            return
-        texts = [r.content for r in records]
-        dense = self.embedder.embed_documents(texts)
-        self.store.upsert(records, dense, self.sparse.encode_documents(_index_texts(records)))
+        return (yield from self._store_records(records))
 
-    async def astore_records(self, records: Sequence[MemoryRecord]) -> None:
-        """Async twin of :meth:`store_records`."""
+    astore_records = async_twin(store_records)
+
+    def _store_records(self, records: Sequence[MemoryRecord]) -> Program[None]:
         records = self._own(records)
         if not records:
             return
         texts = [r.content for r in records]
-        dense = await self.embedder.aembed_documents(texts)
-        await self.store.aupsert(
-            records, dense, self.sparse.encode_documents(_index_texts(records))
+        dense = yield from call(
+            self.embedder.embed_documents, self.embedder.aembed_documents, texts
         )
+        sparse = self.sparse.encode_documents(_index_texts(records))
+        yield from call(self.store.upsert, self.store.aupsert, records, dense, sparse)
 
     def _own(self, records: Sequence[MemoryRecord]) -> list[MemoryRecord]:
         """Check records written as given (imports, replays) exactly like new ones: scope,
@@ -300,6 +287,7 @@ class LongTermMemory:
         sparse = self.sparse.encode_query(query) if mode in ("hybrid", "bm25") else None
         return mode, merged, sparse
 
+    @twin
     def retrieve_memories(
         self,
         query: str,
@@ -312,7 +300,7 @@ class LongTermMemory:
         include_history: bool = False,
         explain: bool = False,
         touch: bool = True,
-    ) -> list[ScoredRecord]:
+    ) -> Program[list[ScoredRecord]]:
         """The ``top_k`` memories most relevant to ``query`` in this scope, best first.
 
         Args:
@@ -329,69 +317,40 @@ class LongTermMemory:
         mode, flt, sparse = self._plan(
             query, top_k, memory_type, min_importance, mode, filter, include_history
         )
-        dense = self.embedder.embed_query(query) if mode in ("hybrid", "dense") else None
+        dense: list[float] | None = None
+        if mode in ("hybrid", "dense"):
+            embedder = self.embedder
+            dense = yield from call(embedder.embed_query, embedder.aembed_query, query)
+        store = self.store
         if dense is not None and mode == "hybrid" and self.ranking.fuses_by_score:
             plan = self._fusion(query, top_k, sparse, explain)
-            hits = self.store.fused_search(self.scope, flt, dense, sparse, plan)
-        else:
-            hits = order_hits(
-                self.store.search(
-                    self.scope,
-                    dense=dense,
-                    sparse=sparse,
-                    filter=flt,
-                    limit=self.ranking.fetch_size(top_k),
-                    candidates=self._candidates(top_k),
-                    boost=self.ranking.boost(self._clock()),
-                    explain=explain,
-                )
+            hits = yield from call(
+                store.fused_search, store.afused_search, self.scope, flt, dense, sparse, plan
             )
-        vectors = self._vectors(hits)
+        else:
+            found = yield from call(
+                store.search,
+                store.asearch,
+                self.scope,
+                dense=dense,
+                sparse=sparse,
+                filter=flt,
+                limit=self.ranking.fetch_size(top_k),
+                candidates=self._candidates(top_k),
+                boost=self.ranking.boost(self._clock()),
+                explain=explain,
+            )
+            hits = order_hits(found)
+        vectors = yield from self._vectors(hits)
         results = self.ranking.finish(hits, vectors, top_k, explain=explain)
         if touch and results:
-            self._touch_sync(results)
+            now = self._clock()
+            for hit in results:
+                fields = {"last_accessed_at": now, "access_count": hit.record.access_count + 1}
+                yield from self._set_fields([hit.record.id], fields)
         return results
 
-    async def aretrieve_memories(
-        self,
-        query: str,
-        top_k: int = 5,
-        memory_type: str | None = None,
-        min_importance: float = 0.0,
-        *,
-        mode: SearchMode | None = None,
-        filter: RecordFilter | None = None,
-        include_history: bool = False,
-        explain: bool = False,
-        touch: bool = True,
-    ) -> list[ScoredRecord]:
-        """Async twin of :meth:`retrieve_memories`."""
-        mode, flt, sparse = self._plan(
-            query, top_k, memory_type, min_importance, mode, filter, include_history
-        )
-        dense = await self.embedder.aembed_query(query) if mode in ("hybrid", "dense") else None
-        if dense is not None and mode == "hybrid" and self.ranking.fuses_by_score:
-            plan = self._fusion(query, top_k, sparse, explain)
-            hits = await self.store.afused_search(self.scope, flt, dense, sparse, plan)
-        else:
-            hits = order_hits(
-                await self.store.asearch(
-                    self.scope,
-                    dense=dense,
-                    sparse=sparse,
-                    filter=flt,
-                    limit=self.ranking.fetch_size(top_k),
-                    candidates=self._candidates(top_k),
-                    boost=self.ranking.boost(self._clock()),
-                    explain=explain,
-                )
-            )
-        vectors = await self._avectors(hits)
-        results = self.ranking.finish(hits, vectors, top_k, explain=explain)
-        if touch and results:
-            for hit, fields in self._touches(results):
-                await self.store.aset_fields(self.scope, [hit.record.id], fields)
-        return results
+    aretrieve_memories = async_twin(retrieve_memories)
 
     def _candidates(self, top_k: int) -> int:
         return max(self.ranking.candidates, self.ranking.fetch_size(top_k))
@@ -413,44 +372,30 @@ class LongTermMemory:
     def _needs_vectors(self, hits: Sequence[ScoredRecord]) -> bool:
         return bool(hits) and self.ranking.diversifies
 
-    def _vectors(self, hits: Sequence[ScoredRecord]) -> list[list[float]]:
+    def _vectors(self, hits: Sequence[ScoredRecord]) -> Program[list[list[float]]]:
         if not self._needs_vectors(hits):
             return []
         # Re-embedding hits the embedder's content cache for anything written or read here.
-        return self.embedder.embed_documents([h.record.content for h in hits])
+        texts = [h.record.content for h in hits]
+        return (
+            yield from call(self.embedder.embed_documents, self.embedder.aembed_documents, texts)
+        )
 
-    async def _avectors(self, hits: Sequence[ScoredRecord]) -> list[list[float]]:
-        if not self._needs_vectors(hits):
-            return []
-        return await self.embedder.aembed_documents([h.record.content for h in hits])
-
-    def _touches(self, hits: Sequence[ScoredRecord]) -> list[tuple[ScoredRecord, dict[str, Any]]]:
-        now = self._clock()
-        return [
-            (hit, {"last_accessed_at": now, "access_count": hit.record.access_count + 1})
-            for hit in hits
-        ]
-
-    def _touch_sync(self, hits: Sequence[ScoredRecord]) -> None:
-        for hit, fields in self._touches(hits):
-            self.store.set_fields(self.scope, [hit.record.id], fields)
-
-    def get_memory(self, memory_id: str) -> MemoryRecord:
+    @twin
+    def get_memory(self, memory_id: str) -> Program[MemoryRecord]:
         """The memory with this id in this scope.
 
         Raises:
             MemoryNotFoundError: No such memory in this scope.
             InvalidValueError: ``memory_id`` is not a UUID.
         """
-        found = self.store.get(self.scope, [memory_id_of(memory_id)])
-        if not found:
-            msg = f"no memory {memory_id!r} for user {self.scope.user_id!r}"
-            raise MemoryNotFoundError(msg)
-        return found[0]
+        return (yield from self._get_memory(memory_id))
 
-    async def aget_memory(self, memory_id: str) -> MemoryRecord:
-        """Async twin of :meth:`get_memory`."""
-        found = await self.store.aget(self.scope, [memory_id_of(memory_id)])
+    aget_memory = async_twin(get_memory)
+
+    def _get_memory(self, memory_id: str) -> Program[MemoryRecord]:
+        ids = [memory_id_of(memory_id)]
+        found = yield from call(self.store.get, self.store.aget, self.scope, ids)
         if not found:
             msg = f"no memory {memory_id!r} for user {self.scope.user_id!r}"
             raise MemoryNotFoundError(msg)
@@ -537,56 +482,53 @@ class LongTermMemory:
 
     asupersede_memory = async_twin(supersede_memory)
 
-    def update_memory_importance(self, memory_id: str, new_importance: float) -> MemoryRecord:
-        """Set a memory's importance; returns the updated record."""
-        record = self.get_memory(memory_id)
-        updated = with_changes(record, importance=new_importance)
-        self.store.set_fields(self.scope, [record.id], {"importance": updated.importance})
-        return updated
-
-    async def aupdate_memory_importance(
+    @twin
+    def update_memory_importance(
         self, memory_id: str, new_importance: float
-    ) -> MemoryRecord:
-        """Async twin of :meth:`update_memory_importance`."""
-        record = await self.aget_memory(memory_id)
+    ) -> Program[MemoryRecord]:
+        """Set a memory's importance; returns the updated record."""
+        record = yield from self._get_memory(memory_id)
         updated = with_changes(record, importance=new_importance)
-        await self.store.aset_fields(self.scope, [record.id], {"importance": updated.importance})
+        yield from self._set_fields([record.id], {"importance": updated.importance})
         return updated
 
-    def delete_memory(self, memory_id: str) -> bool:
+    aupdate_memory_importance = async_twin(update_memory_importance)
+
+    @twin
+    def delete_memory(self, memory_id: str) -> Program[bool]:
         """Delete one memory; returns whether it existed in this scope."""
-        return self.store.delete(self.scope, [memory_id_of(memory_id)]) > 0
+        return (yield from self._delete([memory_id])) > 0
 
-    async def adelete_memory(self, memory_id: str) -> bool:
-        """Async twin of :meth:`delete_memory`."""
-        return await self.store.adelete(self.scope, [memory_id_of(memory_id)]) > 0
+    adelete_memory = async_twin(delete_memory)
 
-    def delete_memories(self, memory_ids: Sequence[str]) -> int:
+    @twin
+    def delete_memories(self, memory_ids: Sequence[str]) -> Program[int]:
         """Delete these memories in this scope; returns how many existed."""
-        ids = [memory_id_of(i) for i in memory_ids]
-        return self.store.delete(self.scope, ids) if ids else 0
+        return (yield from self._delete(memory_ids))
 
-    async def adelete_memories(self, memory_ids: Sequence[str]) -> int:
-        """Async twin of :meth:`delete_memories`."""
-        ids = [memory_id_of(i) for i in memory_ids]
-        return await self.store.adelete(self.scope, ids) if ids else 0
+    adelete_memories = async_twin(delete_memories)
 
-    def forget_old_memories(self, days_threshold: float = 90, min_importance: float = 0.3) -> int:
+    def _delete(self, memory_ids: Sequence[str]) -> Program[int]:
+        ids = [memory_id_of(i) for i in memory_ids]
+        if not ids:
+            return 0
+        return (yield from call(self.store.delete, self.store.adelete, self.scope, ids))
+
+    @twin
+    def forget_old_memories(
+        self, days_threshold: float = 90, min_importance: float = 0.3
+    ) -> Program[int]:
         """Delete unpinned memories unused for ``days_threshold`` days and less important
         than ``min_importance``; returns how many were deleted (each one is logged).
 
         Age runs from the last access, else from creation. For retention scores,
         capacity limits and dry runs, use :class:`agentmem.controller.ForgettingPolicy`.
         """
-        doomed = self._unused(self.all_records(), days_threshold, min_importance)
-        return self.delete_memories([r.id for r in doomed])
+        records = yield from self._all_records(None)
+        doomed = self._unused(records, days_threshold, min_importance)
+        return (yield from self._delete([r.id for r in doomed]))
 
-    async def aforget_old_memories(
-        self, days_threshold: float = 90, min_importance: float = 0.3
-    ) -> int:
-        """Async twin of :meth:`forget_old_memories`."""
-        doomed = self._unused(await self.aall_records(), days_threshold, min_importance)
-        return await self.adelete_memories([r.id for r in doomed])
+    aforget_old_memories = async_twin(forget_old_memories)
 
     def _unused(
         self, records: Sequence[MemoryRecord], days: float, min_importance: float
@@ -616,25 +558,25 @@ class LongTermMemory:
             )
         return doomed
 
-    def all_records(self, filter: RecordFilter | None = None) -> list[MemoryRecord]:
+    @twin
+    def all_records(self, filter: RecordFilter | None = None) -> Program[list[MemoryRecord]]:
         """Every record in this scope matching ``filter`` (default: history included)."""
-        flt = filter if filter is not None else RecordFilter(include_history=True)
-        records: list[MemoryRecord] = []
-        offset: str | None = None
-        while True:
-            page, offset = self.store.scroll(self.scope, filter=flt, limit=512, offset=offset)
-            records.extend(page)
-            if offset is None:
-                return records
+        return (yield from self._all_records(filter))
 
-    async def aall_records(self, filter: RecordFilter | None = None) -> list[MemoryRecord]:
-        """Async twin of :meth:`all_records`."""
+    aall_records = async_twin(all_records)
+
+    def _all_records(self, filter: RecordFilter | None) -> Program[list[MemoryRecord]]:
         flt = filter if filter is not None else RecordFilter(include_history=True)
         records: list[MemoryRecord] = []
         offset: str | None = None
         while True:
-            page, offset = await self.store.ascroll(
-                self.scope, filter=flt, limit=512, offset=offset
+            page, offset = yield from call(
+                self.store.scroll,
+                self.store.ascroll,
+                self.scope,
+                filter=flt,
+                limit=512,
+                offset=offset,
             )
             records.extend(page)
             if offset is None:

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from agentmem._pydantic import describe
+from agentmem._sansio import Program, async_twin, twin
 from agentmem.errors import InvalidValueError
 from agentmem.long_term.memory import LongTermMemory
 from agentmem.long_term.records import MemoryRecord, RecordFilter, Relation
@@ -57,18 +58,22 @@ class SemanticMemory:
     def __init__(self, memory: LongTermMemory) -> None:
         self.memory = memory
 
+    @twin
     def store_knowledge(
         self,
+        /,
         concept: str,
         facts: str | Sequence[str],
         relations: RelationsLike = None,
         *,
         importance: float = 0.7,
         **fields: Any,
-    ) -> str:
+    ) -> Program[str]:
         """Store facts about ``concept`` with its relations; returns the memory id."""
         content, edges = _knowledge(concept, facts, relations)
-        record = self.memory.store_memory(
+        store = type(self.memory).store_memory.program
+        record = yield from store(
+            self.memory,
             content,
             "semantic",
             None,
@@ -80,36 +85,15 @@ class SemanticMemory:
         )
         return record.id
 
-    async def astore_knowledge(
-        self,
-        concept: str,
-        facts: str | Sequence[str],
-        relations: RelationsLike = None,
-        *,
-        importance: float = 0.7,
-        **fields: Any,
-    ) -> str:
-        """Async twin of :meth:`store_knowledge`."""
-        content, edges = _knowledge(concept, facts, relations)
-        record = await self.memory.astore_memory(
-            content,
-            "semantic",
-            None,
-            importance,
-            subtype=fields.pop("subtype", "concept"),
-            concept=concept.strip(),
-            relations=edges,
-            **fields,
-        )
-        return record.id
+    astore_knowledge = async_twin(store_knowledge)
 
-    def query_knowledge(self, query: str, top_k: int = 5) -> list[ScoredRecord]:
+    @twin
+    def query_knowledge(self, query: str, top_k: int = 5) -> Program[list[ScoredRecord]]:
         """Semantic memories most relevant to ``query``."""
-        return self.memory.retrieve_memories(query, top_k, memory_type="semantic")
+        retrieve = type(self.memory).retrieve_memories.program
+        return (yield from retrieve(self.memory, query, top_k, memory_type="semantic"))
 
-    async def aquery_knowledge(self, query: str, top_k: int = 5) -> list[ScoredRecord]:
-        """Async twin of :meth:`query_knowledge`."""
-        return await self.memory.aretrieve_memories(query, top_k, memory_type="semantic")
+    aquery_knowledge = async_twin(query_knowledge)
 
     def get_related_concepts(self, concept: str, depth: int = 1) -> list[RelatedConcept]:
         """Concepts within ``depth`` edges of ``concept`` (both directions), nearest first."""
