@@ -29,6 +29,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Sequence
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
+from agentmem._closing import ClosesOnExit
 from agentmem._sansio import offload
 from agentmem._storable import MAX_DOCUMENT_DEPTH, check_storable_text, json_text
 from agentmem.errors import InvalidMessageError, InvalidSessionIdError, InvalidValueError
@@ -185,10 +186,10 @@ class SessionStore(Protocol):
     def aclose(self) -> Awaitable[None]: ...
 
 
-class SyncSessionStore(ABC):
+class SyncSessionStore(ClosesOnExit, ABC):
     """Base for blocking backends: write the sync methods; each async twin runs its sync
     method in the default thread pool (:class:`~agentmem._sansio.offload`, looked up by
-    name, so the subclass's method is the one that runs).
+    name, so the subclass's method is the one that runs). ``with store:`` closes it.
 
     Example:
         >>> import asyncio

@@ -23,7 +23,6 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Literal
 
 from pydantic import ValidationError
@@ -167,17 +166,6 @@ class SQLiteSessionStore(SyncSessionStore):
     def __repr__(self) -> str:
         state = "closed" if self._conn is None else "open"
         return f"SQLiteSessionStore({self._path!r}, {state})"
-
-    def __enter__(self) -> SQLiteSessionStore:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # -- connection and schema ------------------------------------------------------------
 
