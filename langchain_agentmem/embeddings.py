@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 from langchain_core.embeddings import Embeddings
 
-from agentmem.embeddings._wrapper import WrapperEmbedder, model_label
+from agentmem.embeddings.wrapper import WrapperEmbedder, model_label
 from agentmem.errors import ConfigurationError
 
 __all__ = ["LangChainEmbedder"]

@@ -25,7 +25,7 @@ from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 
-from agentmem.embeddings._wrapper import WrapperEmbedder, model_label
+from agentmem.embeddings.wrapper import WrapperEmbedder, model_label
 from agentmem.errors import ConfigurationError
 
 __all__ = ["LlamaIndexEmbedder"]

@@ -1,4 +1,5 @@
-"""The framework-free half of the framework embedder adapters.
+"""The framework-free half of the framework embedder adapters (public: a base for wrapping
+any embedding model).
 
 :class:`WrapperEmbedder` validates input, probes or learns the dimension and checks every
 vector around a wrapped model's calls; a subclass only says how to call its model
