@@ -1,9 +1,13 @@
 """``AgentMemoryMiddleware``: agentmem around every model call of a LangChain 1.x agent.
 
-Before each model call it recalls long-term memories relevant to the latest user message,
-injects them into the system prompt as delimited data, adds the session's rolling summary,
-and trims the conversation so the request — system prompt, messages *and tool schemas* —
-fits ``max_tokens`` exactly (tool calls never split from their results). After a call that
+Before each model call it recalls long-term memories relevant to the latest user message
+and assembles the request with agentmem's context assembler
+(:func:`agentmem.context.assemble_context`): the system prompt, the session's rolling
+summary, its working memory and the recalled memories (each a delimited block, stored text
+escaped) in the system message, then the conversation trimmed so the request — system
+prompt, messages *and tool schemas* — fits ``max_tokens`` exactly (tool calls never split
+from their results; oldest messages go first, then the summary, then the least relevant
+memories, then the least important working-memory items). After a call that
 ends the turn (an answer without tool calls), it records the exchange in the session and
 hands it to consolidation (on the manager's token threshold, or every turn).
 
@@ -14,7 +18,7 @@ the user from the run's runtime context (``user_id``) and the session from the L
 
 What each call sent is logged (``DEBUG``, logger ``langchain_agentmem.middleware``) and
 returned in the final message's ``response_metadata["agentmem"]``: prompt tokens, budget,
-memories recalled, messages kept, user and session.
+memories recalled, messages kept, what was left out, user and session.
 
 Example:
     >>> from dataclasses import dataclass
@@ -30,6 +34,7 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal
@@ -37,7 +42,7 @@ from typing import Any, Literal
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-from agentmem._async import run_in_executor
+from agentmem.context import WorkingBlock
 from agentmem.controller.manager import MemoryManager
 from agentmem.errors import ConfigurationError
 from agentmem.long_term.store import ScoredRecord
@@ -76,6 +81,8 @@ class AgentMemoryMiddleware(AgentMiddleware):
         max_tokens: Hard budget of every model request (system prompt, messages, tools).
         top_k: How many long-term memories to recall per call.
         memory_share: Most of the budget recalled memories may take.
+        working_share: Most of the budget the session's working memory may take
+            (``0``: leave it out).
         consolidate: ``"threshold"`` (the manager's ``consolidate_every_tokens``),
             ``"every_turn"`` or ``"never"`` (only record the conversation).
         record_turns: Record each finished exchange in the session log.
@@ -89,6 +96,7 @@ class AgentMemoryMiddleware(AgentMiddleware):
         max_tokens: int,
         top_k: int = 5,
         memory_share: float = 0.3,
+        working_share: float = 0.2,
         consolidate: Consolidate = "threshold",
         record_turns: bool = True,
         user_key: str = "user_id",
@@ -98,15 +106,20 @@ class AgentMemoryMiddleware(AgentMiddleware):
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             msg = f"max_tokens must be a positive integer, got {max_tokens!r}"
             raise ConfigurationError(msg)
-        if not 0.0 <= memory_share <= 1.0:
-            msg = f"memory_share must be in [0, 1], got {memory_share!r}"
-            raise ConfigurationError(msg)
+        for name, share in (("memory_share", memory_share), ("working_share", working_share)):
+            if isinstance(share, bool) or not isinstance(share, int | float):
+                msg = f"{name} must be a number in [0, 1], got {share!r}"
+                raise ConfigurationError(msg)
+            if not 0.0 <= share <= 1.0:
+                msg = f"{name} must be in [0, 1], got {share!r}"
+                raise ConfigurationError(msg)
         if consolidate not in ("threshold", "every_turn", "never"):
             msg = f"consolidate must be 'threshold', 'every_turn' or 'never', got {consolidate!r}"
             raise ConfigurationError(msg)
         self.max_tokens = max_tokens
         self.top_k = top_k
         self.memory_share = memory_share
+        self.working_share = working_share
         self.consolidate = consolidate
         self.record_turns = record_turns
         self.user_key = user_key
@@ -136,8 +149,18 @@ class AgentMemoryMiddleware(AgentMiddleware):
         )
 
     def _fit(
-        self, manager: MemoryManager, request: ModelRequest[Any], hits: list[ScoredRecord]
+        self,
+        manager: MemoryManager,
+        request: ModelRequest[Any],
+        hits: list[ScoredRecord],
+        working: str | None,
     ) -> tuple[ModelRequest[Any], Fitted]:
+        """Assemble the request from what was read (pure: no I/O)."""
+        block = None
+        if working is not None:
+            room = WorkingBlock.room(self.max_tokens, self.working_share)
+            render = manager.working.get_context_for_llm
+            block = WorkingBlock(render, self.working_share, rendered=(room, working))
         fitted = fit_request(
             manager.token_counter,
             max_tokens=self.max_tokens,
@@ -147,14 +170,17 @@ class AgentMemoryMiddleware(AgentMiddleware):
             hits=hits,
             summary=manager.short_term.summary,
             memory_share=self.memory_share,
+            working=block,
         )
         logger.debug(
-            "model request of user %r, session %r fitted to %d of %d tokens (%d memories)",
+            "model request of user %r, session %r fitted to %d of %d tokens (%d memories, "
+            "left out: %s)",
             manager.user_id,
             manager.session_id,
             fitted.tokens,
             self.max_tokens,
             fitted.recalled,
+            fitted.context.omitted,
         )
         fitted_request = request.override(
             messages=[request.messages[i] for i in fitted.keep],
@@ -171,6 +197,7 @@ class AgentMemoryMiddleware(AgentMiddleware):
             "max_tokens": self.max_tokens,
             "recalled": fitted.recalled,
             "kept_messages": len(fitted.keep),
+            "omitted": dict(fitted.context.omitted),
             "user_id": manager.user_id,
             "session_id": manager.session_id,
         }
@@ -192,7 +219,12 @@ class AgentMemoryMiddleware(AgentMiddleware):
         manager = self.manager_for(request)
         query = _last_user_text(request.messages)
         hits = manager.recall(query, self.top_k) if query else []
-        fitted_request, fitted = self._fit(manager, request, hits)
+        manager.short_term.refresh()  # the summary as it is now
+        working = None
+        if self.working_share > 0:
+            room = WorkingBlock.room(self.max_tokens, self.working_share)
+            working = manager.working.get_context_for_llm(room)
+        fitted_request, fitted = self._fit(manager, request, hits, working)
         response = handler(fitted_request)
         answer = _final_answer(response)
         if query and answer and self.record_turns:
@@ -207,11 +239,15 @@ class AgentMemoryMiddleware(AgentMiddleware):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any]:
         """Async twin of :meth:`wrap_model_call`."""
-        manager = await run_in_executor(self.manager_for, request)
+        manager = await asyncio.to_thread(self.manager_for, request)
         query = _last_user_text(request.messages)
         hits = await manager.arecall(query, self.top_k) if query else []
-        await manager.short_term.arefresh()
-        fitted_request, fitted = self._fit(manager, request, hits)
+        await manager.short_term.arefresh()  # the summary as it is now
+        working = None
+        if self.working_share > 0:
+            room = WorkingBlock.room(self.max_tokens, self.working_share)
+            working = await manager.working.aget_context_for_llm(room)
+        fitted_request, fitted = self._fit(manager, request, hits, working)
         response = await handler(fitted_request)
         answer = _final_answer(response)
         if query and answer and self.record_turns:

@@ -3,7 +3,8 @@
 * :class:`LongTermMemoryBlock`: long-term memory on agentmem's Qdrant store. Messages the
   ``Memory`` flushes from its FIFO queue are consolidated (LLM extraction with conflict
   resolution when an ``llm`` is given, else conversation rounds as episodes); each ``get``
-  recalls the memories most relevant to the current input, rendered as delimited data.
+  recalls the memories most relevant to the current input, rendered as delimited data (the
+  same ``<recalled_memories>`` block as every agentmem prompt, see :mod:`agentmem.context`).
 * :class:`WorkingMemoryBlock`: the session's working memory (task stack, variables,
   hypotheses, scratchpad), most important first.
 * :class:`FactMemoryBlock`: LlamaIndex's ``FactExtractionMemoryBlock`` whose facts persist:
@@ -23,10 +24,15 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.memory.memory import BaseMemoryBlock
 from llama_index.core.memory.memory_blocks.fact import FactExtractionMemoryBlock
 
-from agentmem._escape import escape_line
+from agentmem.context import (
+    MEMORY_BLOCK_CLOSE,
+    MEMORY_BLOCK_OPEN,
+    escape_line,
+    render_memory_block,
+    render_memory_line,
+)
 from agentmem.controller.consolidation import MemoryConsolidator
 from agentmem.controller.manager import MemoryManager
-from agentmem.controller.retrieval import MEMORY_BLOCK_CLOSE, MEMORY_BLOCK_OPEN, render_memory_line
 from agentmem.llm import ChatModel
 from agentmem.long_term.memory import LongTermMemory
 from agentmem.long_term.records import RecordFilter
@@ -123,9 +129,7 @@ class LongTermMemoryBlock(BaseMemoryBlock[str]):
         hits = await self._long_term.aretrieve_memories(query, self.top_k)
         if not hits:
             return ""
-        return "\n".join(
-            [MEMORY_BLOCK_OPEN, *(render_memory_line(h) for h in hits), MEMORY_BLOCK_CLOSE]
-        )
+        return render_memory_block([render_memory_line(h) for h in hits])
 
     async def _aput(self, messages: list[ChatMessage]) -> None:
         if not messages:

@@ -10,8 +10,11 @@ disk (SQLite), tool calls included and counted exactly; :meth:`AgentMemory.get` 
 2. the budgeted conversation view: the rolling summary (when an LLM is configured) and the
    newest messages, never splitting a tool call from its results;
 
-all within ``token_limit`` tokens, counted with tiktoken in the chat format of ``model``.
-Each message is tokenized once, so ``get()`` costs O(view), not O(history).
+all within ``token_limit`` tokens, counted with tiktoken in the chat format of ``model``, by
+agentmem's context assembler (:func:`agentmem.context.assemble_context`: the oldest
+messages go first, then the least relevant memories, then the least important
+working-memory items; a memory the history already shows is left out). Each message is
+tokenized once, so ``get()`` costs O(view), not O(history).
 
 Conversation is consolidated into long-term memory (Qdrant) every
 ``consolidate_every_tokens`` tokens: by LLM extraction when an ``llm`` is given, else as
@@ -31,15 +34,13 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.llms import LLM
 from llama_index.core.memory.types import BaseMemory
 
-from agentmem._async import run_in_executor
-from agentmem.context import pack_context
+from agentmem.context import Block, RecalledBlock, ViewBlock, WorkingBlock, assemble_context
 from agentmem.controller.manager import MemoryManager
 from agentmem.embeddings import Embedder
 from agentmem.errors import ConfigurationError
 from agentmem.llm import ChatModel
 from agentmem.long_term.store import ScoredRecord
 from agentmem.service import MemoryService
-from agentmem.short_term.view import ShortTermView
 from agentmem.types import Message
 from llamaindex_agentmem._convert import from_agentmem, text_of, to_agentmem_many
 from llamaindex_agentmem.adapters import as_chat_model, as_embedder
@@ -233,43 +234,38 @@ class AgentMemory(BaseMemory):
         return budget
 
     @staticmethod
-    def _query(input: str | ChatMessage | None, log: Sequence[Message] | None) -> str:
+    def _query(input: str | ChatMessage | None, messages: Sequence[Message]) -> str:
+        """``input``, else the latest user message among ``messages``."""
         if isinstance(input, ChatMessage):
             input = text_of(input)
         if input and input.strip():
             return input
-        for message in reversed(log or ()):
+        for message in reversed(messages):
             if message.role == "user" and message.content.strip():
                 return message.content
         return ""
 
-    def _pack(self, hits: list[ScoredRecord], budget: int) -> list[ChatMessage]:
+    def _shown(self, budget: int) -> list[Message]:
+        """The messages a view within ``budget`` shows (the log read already)."""
+        return self.manager.short_term.get_view(max_tokens=budget, refresh=False).messages
+
+    def _assemble(
+        self, hits: list[ScoredRecord], budget: int, working: str | None
+    ) -> list[ChatMessage]:
+        """The memory message and the history, from what was read (pure: no I/O)."""
         manager = self.manager
-        views: list[ShortTermView] = []
-
-        def view_for(max_tokens: int) -> ShortTermView:
-            views.append(manager.short_term.get_view(max_tokens=max_tokens))
-            return views[-1]
-
-        built = pack_context(
-            counter=manager.token_counter,
-            max_tokens=budget,
-            query=None,
-            system_prompt=None,
-            working_text=manager.working.get_context_for_llm
-            if self.include_working_memory
-            else None,
-            hits=hits,
-            view_for=view_for,
-            working_share=self.working_share,
-            memory_share=self.memory_share,
-        )
-        history = views[-1].messages if views else []
-        head = built.messages[: len(built.messages) - len(history)]
-        return [
-            *(ChatMessage(role=MessageRole.SYSTEM, content=m["content"]) for m in head),
-            *(from_agentmem(m) for m in history),
+        short_term = manager.short_term
+        blocks: list[Block] = [
+            RecalledBlock(hits, self.memory_share),
+            ViewBlock(lambda n: short_term.get_view(max_tokens=n, refresh=False)),
         ]
+        if working is not None:
+            room = WorkingBlock.room(budget, self.working_share)
+            render = manager.working.get_context_for_llm
+            blocks.append(WorkingBlock(render, self.working_share, rendered=(room, working)))
+        built = assemble_context(blocks, counter=manager.token_counter, max_tokens=budget)
+        head = [ChatMessage(role=MessageRole.SYSTEM, content=built.system)] if built.system else []
+        return [*head, *(from_agentmem(m) for m in built.history)]
 
     def get(self, input: str | None = None, **kwargs: Any) -> list[ChatMessage]:
         """The memory message and the budgeted history, within ``token_limit``.
@@ -280,29 +276,38 @@ class AgentMemory(BaseMemory):
                 messages (``SimpleChatEngine`` passes its system prompt's).
         """
         budget = self._budget(kwargs)
+        manager = self.manager
+        manager.short_term.refresh()
         hits: list[ScoredRecord] = []
         if self.top_k:
-            short_term = self.manager.short_term
-            query = self._query(input, None if input else short_term.get_log())
+            query = self._query(input, self._shown(budget))
+            if not query and not input:  # no user message in the view: look further back
+                query = self._query(None, manager.short_term.get_log())
             if query:
-                hits = self.manager.recall(query, self.top_k)
-            if hits:
-                hits = _not_in_view(hits, short_term.get_view(max_tokens=budget))
-        return self._pack(hits, budget)
+                hits = manager.recall(query, self.top_k)
+        working = None
+        if self.include_working_memory:
+            room = WorkingBlock.room(budget, self.working_share)
+            working = manager.working.get_context_for_llm(room)
+        return self._assemble(hits, budget, working)
 
     async def aget(self, input: str | None = None, **kwargs: Any) -> list[ChatMessage]:
         """Async twin of :meth:`get`."""
         budget = self._budget(kwargs)
+        manager = self.manager
+        await manager.short_term.arefresh()
         hits: list[ScoredRecord] = []
         if self.top_k:
-            log = None if input else await self.manager.short_term.aget_log()
-            query = self._query(input, log)
+            query = self._query(input, self._shown(budget))
+            if not query and not input:  # no user message in the view: look further back
+                query = self._query(None, await manager.short_term.aget_log())
             if query:
-                hits = await self.manager.arecall(query, self.top_k)
-            if hits:
-                view = await self.manager.short_term.aget_view(max_tokens=budget)
-                hits = _not_in_view(hits, view)
-        return await run_in_executor(self._pack, hits, budget)
+                hits = await manager.arecall(query, self.top_k)
+        working = None
+        if self.include_working_memory:
+            room = WorkingBlock.room(budget, self.working_share)
+            working = await manager.working.aget_context_for_llm(room)
+        return self._assemble(hits, budget, working)
 
     def get_all(self) -> list[ChatMessage]:
         """The whole conversation, oldest first (nothing is ever dropped from the log)."""
@@ -381,13 +386,3 @@ class AgentMemory(BaseMemory):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _not_in_view(hits: list[ScoredRecord], view: ShortTermView) -> list[ScoredRecord]:
-    """Drop memories drawn only from messages the history view already shows."""
-    shown = {m.id for m in view.messages}
-    return [
-        h
-        for h in hits
-        if not h.record.source_message_ids or not set(h.record.source_message_ids) <= shown
-    ]

@@ -314,7 +314,7 @@ def _fit_working(request: _Request, working: WorkingBlock, max_tokens: int) -> N
     for _ in range(_SHRINK_TRIES):
         if room <= 0:
             return
-        text = working.render(room)
+        text = working.text_for(room)
         if not text:
             return
         over = request.total({"working_memory": text}) - cap

@@ -75,17 +75,35 @@ class WorkingBlock:
     Args:
         render: ``(max_tokens) -> str``: the working memory rendered within ``max_tokens``
             (``""`` when nothing fits), e.g. ``WorkingMemory.get_context_for_llm`` once its
-            state is loaded. Called with the room left, most often once.
+            state is loaded. Called with the room left.
         share: Most of the budget it may take.
+        rendered: ``(max_tokens, text)``: a render already made (typically for
+            :meth:`room`, with the I/O that loads the state); used instead of calling
+            ``render`` again for the same room, so a budget that is not tight renders
+            working memory once.
 
     Example:
-        >>> WorkingBlock(lambda n: "").share
-        0.2
+        >>> block = WorkingBlock(lambda n: "", rendered=(400, "<working_memory>..."))
+        >>> block.room(2000), block.text_for(400)
+        (400, '<working_memory>...')
     """
 
     render: Callable[[int], str]
     share: float = 0.2
+    rendered: tuple[int, str] | None = None
     key: ClassVar[str] = "working_memory"
+
+    @staticmethod
+    def room(max_tokens: int, share: float = 0.2) -> int:
+        """The room working memory gets in a ``max_tokens`` prompt that is not tight."""
+        return max(int(max_tokens * share), 0)
+
+    def text_for(self, max_tokens: int) -> str:
+        """The working memory within ``max_tokens`` (the earlier render when it was for
+        that room)."""
+        if self.rendered is not None and self.rendered[0] == max_tokens:
+            return self.rendered[1]
+        return self.render(max_tokens)
 
 
 @dataclass(frozen=True)

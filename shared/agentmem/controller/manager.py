@@ -485,12 +485,11 @@ class MemoryManager:
             blocks.append(InstructionsBlock(prompt))
         if strategy in ("working", "hybrid"):
             working = self.working
-            share = WorkingBlock.share
-            room = max(int(max_tokens * share), 0)
+            room = WorkingBlock.room(max_tokens)
             # Rendered once here (purging expired variables, the only I/O); again, from
             # memory, only when the room left is smaller.
             text = yield from call(working.get_context_for_llm, working.aget_context_for_llm, room)
-            blocks.append(WorkingBlock(_reuse(text, room, working.get_context_for_llm), share))
+            blocks.append(WorkingBlock(working.get_context_for_llm, rendered=(room, text)))
         if strategy in ("recent", "hybrid"):
             short_term = self.short_term
             yield from call(short_term.refresh, short_term.arefresh)
@@ -526,8 +525,3 @@ class MemoryManager:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-
-def _reuse(text: str, room: int, render: Callable[[int], str]) -> Callable[[int], str]:
-    """``render``, answered with ``text`` (already rendered for ``room``) when asked again
-    for ``room`` (used by :meth:`MemoryManager.build_context`)."""
-    return lambda n: text if n == room else render(n)
