@@ -241,6 +241,7 @@ class twin(Generic[S, P, R]):
         self.program = program
         self.name = program.__name__
         self.__doc__ = program.__doc__
+        self.__module__ = program.__module__  # so doctest collects the method's Example
         self.__wrapped__ = program
 
         @functools.wraps(program)

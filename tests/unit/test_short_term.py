@@ -368,3 +368,61 @@ def test_the_newest_message_is_never_summarized_out_of_the_view() -> None:
     assert view.messages[-1].role == "user"
     assert view.messages[-1].content.startswith("a long question")
     assert memory.watermark < 6
+
+
+# -- one behaviour for sync and async callers ----------------------------------------------------
+
+
+class _ClearingStore(InMemorySessionStore):
+    """A store whose next read is overtaken by a clear() of the memory (set ``memory``)."""
+
+    memory: Any = None
+
+    def read(self, session_id: str, *, after: int = 0, limit: int | None = None) -> Any:
+        found = super().read(session_id, after=after, limit=limit)
+        memory, self.memory = self.memory, None
+        if memory is not None:
+            memory.clear()  # lands while the read's result is on its way back
+        return found
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_a_read_overtaken_by_clear_is_not_mirrored(mode: str) -> None:
+    store = _ClearingStore()
+    memory = ConversationBufferMemory(store=store)
+    memory.add_message("user", "one")
+    memory.add_message("assistant", "two")
+    store.memory = memory
+    if mode == "sync":
+        memory.refresh()
+    else:
+        await memory.arefresh()
+    assert memory.get_log() == []
+    assert memory.get_view().messages == []
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_summarizer_failure_is_reported_alike_in_both_modes(mode: str) -> None:
+    llm = ScriptedChatModel(replies=[RuntimeError("provider down")], default="later summary")
+    memory = SummaryBufferMemory(llm=llm, max_tokens=120, auto_summarize=False)
+    _long_chat(memory)
+    advanced = memory.summarize() if mode == "sync" else await memory.asummarize()
+    assert advanced is False
+    assert isinstance(memory.last_error, RuntimeError)
+    advanced = memory.summarize() if mode == "sync" else await memory.asummarize()
+    assert advanced is True
+    assert memory.last_error is None
+    assert memory.summary == "later summary"
+
+
+async def test_one_summarizing_run_at_a_time_across_modes() -> None:
+    memory = SummaryBufferMemory(llm=ScriptedChatModel(default="s"), max_tokens=120)
+    memory.auto_summarize = False
+    _long_chat(memory)
+    assert memory._summarizing.acquire(blocking=False)  # a run in progress elsewhere
+    try:
+        assert memory.summarize() is False
+        assert await memory.asummarize() is False
+    finally:
+        memory._summarizing.release()
+    assert await memory.asummarize() is True

@@ -99,7 +99,8 @@ class ShortTermMemory(ABC):
         Example:
             >>> from agentmem import ConversationBufferMemory
             >>> memory = ConversationBufferMemory()
-            >>> [m.role for m in memory.add_messages([("user", "hi"), ("assistant", "hello")])]
+            >>> batch = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]
+            >>> [m.role for m in memory.add_messages(batch)]
             ['user', 'assistant']
         """
         return self._add_messages(messages)
