@@ -677,3 +677,72 @@ async def test_concurrent_async_writes_lose_nothing(store: InMemorySessionStore,
     fresh = WorkingMemory(session_id="a3", store=store, clock=clock)
     assert fresh.get_all_variables() == {f"k{i}": i for i in range(30)}
     assert len(fresh.get_tasks()) == 10
+
+
+# -- one behaviour for sync and async callers ----------------------------------------------------
+
+
+async def test_failed_async_write_leaves_state_unchanged(clock: FakeClock):
+    flaky = FlakyStore()
+    wm = WorkingMemory(session_id="s1", store=flaky, clock=clock)
+    await wm.aset_variable("k", 1)
+    before = await wm.ato_dict()
+    flaky.fail = True
+    with pytest.raises(StoreError, match="disk full"):
+        await wm.aset_variable("k", 2)
+    with pytest.raises(StoreError):
+        await wm.apush_task("t")
+    flaky.fail = False
+    assert await wm.ato_dict() == before
+
+
+def test_threads_and_tasks_together_lose_nothing(store: InMemorySessionStore, clock: FakeClock):
+    wm = WorkingMemory(session_id="mix", store=store, clock=clock)
+
+    def sync_worker(n: int) -> None:
+        for i in range(15):
+            wm.set_variable(f"t{n}-{i}", i)
+
+    async def async_workers() -> None:
+        await asyncio.gather(*(wm.aset_variable(f"a{i}", i) for i in range(30)))
+
+    threads = [threading.Thread(target=sync_worker, args=(n,)) for n in range(3)]
+    threads.append(threading.Thread(target=asyncio.run, args=(async_workers(),)))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(wm.get_all_variables()) == 75
+    assert len(WorkingMemory(session_id="mix", store=store).get_all_variables()) == 75
+
+
+class CountingStore(InMemorySessionStore):
+    """Counts state writes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes = 0
+
+    def set_state(self, session_id: str, key: str, value: dict[str, Any]) -> None:
+        self.writes += 1
+        super().set_state(session_id, key, value)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_reads_write_only_to_save_a_purge(clock: FakeClock, mode: str):
+    store = CountingStore()
+    wm = WorkingMemory(session_id="s1", store=store, clock=clock)
+    wm.set_variable("short", 1, ttl=1)
+    wm.set_variable("long", 2)
+    assert store.writes == 2
+
+    async def read() -> Any:
+        return wm.get_all_variables() if mode == "sync" else await wm.aget_all_variables()
+
+    assert await read() == {"short": 1, "long": 2}
+    assert store.writes == 2  # nothing expired: no write
+    clock.advance(seconds=1)
+    assert await read() == {"long": 2}
+    assert store.writes == 3  # the purge is saved once
+    assert await read() == {"long": 2}
+    assert store.writes == 3
