@@ -12,6 +12,12 @@ Every short-term memory keeps the whole conversation in an append-only
 A single plain message larger than the whole budget stays in the log; if it is the newest
 one, the view shows it cut to fit (listed in ``view.truncated``); otherwise it and
 everything older are omitted (``view.omitted``).
+
+Every method that reads or writes the store is written once, as a program
+(:mod:`agentmem._sansio`): ``add_messages`` and ``aadd_messages`` run the same steps, and a
+subclass extends both by overriding a program (``_refresh``, ``_after_append``). The mirror's
+lock guards only in-memory work and is never held across I/O; a read begun before
+:meth:`ShortTermMemory.clear` is dropped rather than mirrored.
 """
 
 from __future__ import annotations
