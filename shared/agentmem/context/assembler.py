@@ -146,9 +146,7 @@ class _Request:
         self.required = list(required)
         self.required_tokens = sum(counter.count_message(m) for m in required)
         self.tools = list(tools)
-        self._tools_tokens = {
-            has: counter.count_tools(self.tools, has_system=has) for has in (False, True)
-        }
+        self._tools_tokens: dict[bool, int] = {}
 
     def content(self, extra: Mapping[str, str] | None = None) -> str:
         sections = {**self.sections, **(extra or {})}
@@ -166,7 +164,11 @@ class _Request:
         return self._frame + self.content_tokens(content) if content else 0
 
     def tools_tokens(self, has_system: bool) -> int:
-        return self._tools_tokens[has_system]
+        cached = self._tools_tokens.get(has_system)
+        if cached is None:
+            cached = self.counter.count_tools(self.tools, has_system=has_system)
+            self._tools_tokens[has_system] = cached
+        return cached
 
     def total(
         self,
