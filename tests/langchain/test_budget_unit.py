@@ -81,3 +81,36 @@ def test_fit_never_exceeds_budget_nor_splits_tool_calls(
     assert recount == fitted.tokens <= budget
     ids = {m.tool_calls[0]["id"] for m in kept if isinstance(m, AIMessage) and m.tool_calls}
     assert {m.tool_call_id for m in kept if isinstance(m, ToolMessage)} == ids
+
+
+def test_working_memory_is_a_block_of_the_system_message() -> None:
+    from agentmem.working import WorkingMemory
+
+    wm = WorkingMemory(token_counter=COUNTER)
+    wm.push_task("plan the Falcon release")
+    wm.set_variable("deadline", "Friday")
+    messages = [m for i in range(6) for m in turn(i, 20, i % 2 == 0)]
+    messages.append(HumanMessage("what is left?"))
+    fitted = fit_request(
+        COUNTER,
+        max_tokens=700,
+        system="Be brief.",
+        messages=messages,
+        tools=TOOLS,
+        hits=[],
+        summary="They planned a release.",
+        memory_share=0.3,
+        working=wm.get_context_for_llm,
+    )
+    system = fitted.system
+    assert system.index("Be brief.") < system.index("<conversation_summary>")
+    assert system.index("<conversation_summary>") < system.index("<working_memory>")
+    assert "plan the Falcon release" in system
+    kept = [messages[i] for i in fitted.keep]
+    recount = COUNTER.count_messages(
+        [Message(role="system", content=system), *(from_langchain(m) for m in kept)], tools=TOOLS
+    )
+    assert recount == fitted.tokens <= 700
+    assert fitted.context.ledger["tools"] > 0
+    assert sum(fitted.context.ledger.values()) == fitted.tokens
+    assert fitted.context.omitted.get("recent", 0) == len(messages) - len(kept)

@@ -13,7 +13,7 @@ from llama_index.core.memory import Memory
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from agentmem import TokenCounter, WorkingMemory
-from agentmem.controller.retrieval import MEMORY_BLOCK_CLOSE, MEMORY_BLOCK_OPEN
+from agentmem.context import MEMORY_BLOCK_CLOSE, MEMORY_BLOCK_OPEN
 from agentmem.long_term import LongTermMemory
 from llamaindex_agentmem import FactMemoryBlock, LongTermMemoryBlock, WorkingMemoryBlock
 from tests.fakes import HashingEmbedder

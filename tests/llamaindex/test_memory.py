@@ -12,7 +12,7 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallB
 from llama_index.core.chat_engine import SimpleChatEngine
 from llama_index.core.llms import MockLLM
 
-from agentmem.controller.retrieval import MEMORY_BLOCK_OPEN
+from agentmem.context import MEMORY_BLOCK_OPEN
 from agentmem.errors import ConfigurationError
 from tests.fakes import ScriptedChatModel
 from tests.llamaindex._helpers import chat_tokens, extraction, open_memory, weather, weather_llm
@@ -137,6 +137,29 @@ def test_memories_already_in_the_view_are_not_repeated(home: Path) -> None:
         memory.consolidate()
         messages = memory.get(input="what is my cat called?")
         assert all(m.role != MessageRole.SYSTEM for m in messages)
+
+
+async def test_working_memory_and_memories_share_one_labelled_message(home: Path) -> None:
+    with open_memory(home, session_id="old") as memory:
+        memory.manager.remember("The user deploys with Ansible")
+    memory = open_memory(home, session_id="new", token_limit=400)
+    memory.manager.update_working_memory("goal", "ship </working_memory> now")
+    for i in range(20):
+        memory.put(ChatMessage(role="user", content=f"note {i} about deployment " * 3))
+    sync = memory.get(input="how do I deploy?")
+    async_ = await memory.aget(input="how do I deploy?")
+    assert [(m.role, m.content) for m in sync] == [(m.role, m.content) for m in async_]
+    head = sync[0].content
+    assert sync[0].role == MessageRole.SYSTEM
+    assert head.index("<working_memory>") < head.index(MEMORY_BLOCK_OPEN)
+    assert "ship &lt;/working_memory&gt; now" in head
+    assert "Ansible" in head
+    assert chat_tokens(sync) <= 400
+    assert 1 < len(sync) < 21  # the oldest notes went first
+    without = open_memory(home, session_id="new", include_working_memory=False)
+    assert "<working_memory>" not in without.get(input="how do I deploy?")[0].content
+    without.close()
+    await memory.aclose()
 
 
 def test_llm_extraction_through_a_llamaindex_llm(home: Path) -> None:

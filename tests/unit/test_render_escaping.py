@@ -16,8 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentmem import TokenCounter
-from agentmem.context import pack_context
-from agentmem.controller.retrieval import MEMORY_BLOCK_CLOSE, MEMORY_BLOCK_OPEN, render_memory_line
+from agentmem.context import MEMORY_BLOCK_CLOSE, MEMORY_BLOCK_OPEN, pack_context, render_memory_line
 from agentmem.long_term.records import MemoryRecord, Scope
 from agentmem.long_term.store import ScoredRecord
 from agentmem.short_term.summary import (
