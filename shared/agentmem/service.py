@@ -31,8 +31,10 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from types import TracebackType
 
-from agentmem._async import run_in_executor
-from agentmem.backends import BackendConfig, acquire_memory_store, acquire_session_store
+from agentmem._sansio import offload
+from agentmem.backends import BackendConfig
+from agentmem.controller.builder import ManagerBuilder, acquire_stores
+from agentmem.controller.config import DEFAULT_MODEL, ManagerConfig
 from agentmem.controller.manager import MemoryManager
 from agentmem.controller.scheduler import ConsolidationQueue
 from agentmem.embeddings import Embedder
@@ -45,10 +47,6 @@ from agentmem.stores.base import SessionStore
 from agentmem.tokens import TokenCounter
 
 __all__ = ["MemoryService"]
-
-
-def _nothing() -> None:
-    """A shared store is closed by the service, not by a handle."""
 
 
 class MemoryService:
@@ -84,7 +82,7 @@ class MemoryService:
         memory_store: MemoryStore,
         embedder: Embedder,
         llm: ChatModel | None = None,
-        model: str = "gpt-4o",
+        model: str = DEFAULT_MODEL,
         max_short_term_tokens: int = 2000,
         consolidate_every_tokens: int | None = 2000,
         background: bool = True,
@@ -107,20 +105,65 @@ class MemoryService:
         self.memory_store = memory_store
         self.embedder = embedder
         self.llm = llm
-        self.model = model
-        self.token_counter = TokenCounter(model)
-        self.max_short_term_tokens = max_short_term_tokens
-        self.consolidate_every_tokens = consolidate_every_tokens
-        self.background = background
-        self.clock = clock
-        self.system_prompt = system_prompt
-        self.ranking = ranking
+        self.config = ManagerConfig(
+            model=model,
+            max_short_term_tokens=max_short_term_tokens,
+            consolidate_every_tokens=consolidate_every_tokens,
+            background=background,
+            clock=clock,
+            system_prompt=system_prompt,
+            ranking=ranking,
+        )
+        """What every handle is built with (model, budgets, threshold, clock, ranking...)."""
         self.consolidation = ConsolidationQueue(workers=workers, max_pending=max_pending)
+        self._builder = ManagerBuilder(
+            self.config, sessions=sessions, llm=llm, queue=self.consolidation
+        )
         self._max_handles = max_handles
         self._handles: OrderedDict[tuple[str, str, str | None], MemoryManager] = OrderedDict()
         self._lock = threading.Lock()
         self._closed = False
         self._on_close = list(on_close)
+
+    @property
+    def model(self) -> str:
+        """Target model whose tokenizer and chat format are counted."""
+        return self.config.model
+
+    @property
+    def token_counter(self) -> TokenCounter:
+        """The token counter every handle shares."""
+        return self._builder.token_counter
+
+    @property
+    def max_short_term_tokens(self) -> int:
+        """Budget of each session's short-term view."""
+        return self.config.max_short_term_tokens
+
+    @property
+    def consolidate_every_tokens(self) -> int | None:
+        """Tokens after which a session is consolidated (``None``: only on demand)."""
+        return self.config.consolidate_every_tokens
+
+    @property
+    def background(self) -> bool:
+        """Whether handles consolidate in the service's worker pool."""
+        return self.config.background
+
+    @property
+    def clock(self) -> Callable[[], datetime] | None:
+        """The clock handles and memories use (``None``: UTC now)."""
+        return self.config.clock
+
+    @property
+    def system_prompt(self) -> str | None:
+        """Default system prompt of ``build_context``."""
+        return self.config.system_prompt
+
+    @property
+    def ranking(self) -> RankingConfig | None:
+        """How long-term search ranks results."""
+        return self.config.ranking
 
     @classmethod
     def open(
@@ -133,7 +176,7 @@ class MemoryService:
         qdrant_api_key: str | None = None,
         collection: str = "agentmem_memories",
         redis_url: str | None = None,
-        model: str = "gpt-4o",
+        model: str = DEFAULT_MODEL,
         max_short_term_tokens: int = 2000,
         consolidate_every_tokens: int | None = 2000,
         background: bool = True,
@@ -162,7 +205,7 @@ class MemoryService:
         """
         from agentmem.embeddings import default_embedder
 
-        config = BackendConfig.resolve(
+        backend = BackendConfig.resolve(
             home,
             qdrant_url=qdrant_url,
             qdrant_api_key=qdrant_api_key,
@@ -170,18 +213,11 @@ class MemoryService:
             redis_url=redis_url,
         )
         embedder = embedder if embedder is not None else default_embedder()
-        if config.qdrant_url is None or config.redis_url is None:
-            config.home.mkdir(parents=True, exist_ok=True)
-        sessions = acquire_session_store(config)
-        try:
-            memory = acquire_memory_store(config, dimension=embedder.dimension)
-        except BaseException:
-            sessions.release()
-            raise
+        leases = acquire_stores(backend, dimension=embedder.dimension)
         try:
             return cls(
-                sessions=sessions.value,
-                memory_store=memory.value,
+                sessions=leases.sessions.value,
+                memory_store=leases.memories.value,
                 embedder=embedder,
                 llm=llm,
                 model=model,
@@ -193,11 +229,10 @@ class MemoryService:
                 clock=clock,
                 system_prompt=system_prompt,
                 ranking=ranking,
-                on_close=[memory.release, sessions.release],
+                on_close=[leases.release],
             )
         except BaseException:
-            memory.release()
-            sessions.release()
+            leases.release()
             raise
 
     # -- handles ---------------------------------------------------------------------------
@@ -211,15 +246,12 @@ class MemoryService:
             InvalidValueError: ``user_id`` is empty or not a valid id.
         """
         self._check_open()
-        return LongTermMemory(
-            store=self.memory_store,
-            embedder=self.embedder,
-            user_id=user_id,
+        return self._builder.long_term(
+            self.memory_store,
+            self.embedder,
+            user_id,
             agent_id=agent_id,
             session_id=session_id,
-            ranking=self.ranking,
-            clock=self.clock,
-            on_close=_nothing,
         )
 
     def manager(
@@ -257,21 +289,8 @@ class MemoryService:
     def _new_handle(
         self, user_id: str, session_id: str | None, agent_id: str | None
     ) -> MemoryManager:
-        return MemoryManager.from_parts(
-            user_id=user_id,
-            session_id=session_id,
-            sessions=self.sessions,
-            long_term=self.long_term(user_id, agent_id=agent_id),
-            llm=self.llm,
-            model=self.model,
-            max_short_term_tokens=self.max_short_term_tokens,
-            consolidate_every_tokens=self.consolidate_every_tokens,
-            background=self.background,
-            clock=self.clock,
-            system_prompt=self.system_prompt,
-            token_counter=self.token_counter,
-            scheduler=self.consolidation,
-        )
+        long_term = self.long_term(user_id, agent_id=agent_id)
+        return self._builder.build(long_term, session_id=session_id)
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -300,9 +319,8 @@ class MemoryService:
         for release in on_close:
             release()
 
-    async def aclose(self) -> None:
-        """Async twin of :meth:`close` (waits in a worker thread)."""
-        await run_in_executor(self.close)
+    aclose = offload(close)
+    """Async twin of :meth:`close` (waits in a worker thread)."""
 
     def __enter__(self) -> MemoryService:
         return self

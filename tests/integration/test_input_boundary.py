@@ -37,8 +37,8 @@ def manager(tmp_path: Path) -> Iterator[MemoryManager]:
         sessions=sessions,
         long_term=long_term,
         consolidate_every_tokens=None,
+        on_close=[store.close, sessions.close],
     )
-    mem._owned = [store.close, sessions.close]
     with mem:
         yield mem
 

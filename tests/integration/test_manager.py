@@ -57,9 +57,9 @@ class Home:
             sessions=sessions,
             long_term=long_term,
             llm=llm,  # type: ignore[arg-type]
+            on_close=[store.close, sessions.close],  # closed like MemoryManager.open's
             **kw,  # type: ignore[arg-type]
         )
-        manager._owned = [store.close, sessions.close]  # closed like MemoryManager.open's
         return manager
 
 

@@ -1,11 +1,14 @@
 """The memory controller: one user's tiers managed together.
 
 * :mod:`~agentmem.controller.manager`: :class:`MemoryManager`, the facade over the tiers;
+* :mod:`~agentmem.controller.config`: :class:`ManagerConfig`, the settings managers share;
+* :mod:`~agentmem.controller.builder`: :class:`ManagerBuilder`, how managers are assembled;
 * :mod:`~agentmem.controller.consolidation`: short-term into long-term;
 * :mod:`~agentmem.controller.conflicts`: new memories against old ones;
 * :mod:`~agentmem.controller.forgetting`: what goes, by policy;
 * :mod:`~agentmem.controller.retrieval`: recall by several strategies;
-* :mod:`~agentmem.controller.scheduler`: background consolidation jobs.
+* :mod:`~agentmem.controller.scheduler`: when consolidation runs (threshold, background
+  worker pool, one run per session at a time).
 
 Example:
     >>> from agentmem.controller import ForgettingPolicy
@@ -13,20 +16,26 @@ Example:
     30.0
 """
 
+from agentmem.controller.builder import ManagerBuilder
+from agentmem.controller.config import DEFAULT_MODEL, ManagerConfig
 from agentmem.controller.conflicts import ConflictDecision, ConflictResolver
 from agentmem.controller.consolidation import ConsolidationReport, MemoryConsolidator
 from agentmem.controller.forgetting import ForgettingPolicy, ForgettingReport
 from agentmem.controller.manager import MemoryManager
 from agentmem.controller.retrieval import MemoryRetriever
-from agentmem.controller.scheduler import ConsolidationQueue
+from agentmem.controller.scheduler import ConsolidationQueue, ConsolidationScheduler
 
 __all__ = [
+    "DEFAULT_MODEL",
     "ConflictDecision",
     "ConflictResolver",
     "ConsolidationQueue",
     "ConsolidationReport",
+    "ConsolidationScheduler",
     "ForgettingPolicy",
     "ForgettingReport",
+    "ManagerBuilder",
+    "ManagerConfig",
     "MemoryConsolidator",
     "MemoryManager",
     "MemoryRetriever",

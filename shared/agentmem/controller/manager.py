@@ -21,18 +21,13 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import logging
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from agentmem._async import run_in_executor
-from agentmem._locks import holding, keyed_lock
-from agentmem._sansio import Program, async_twin, call, twin
+from agentmem._sansio import Program, async_twin, blocking, call, twin
 from agentmem.context import (
     Block,
     BuiltContext,
@@ -43,33 +38,36 @@ from agentmem.context import (
     WorkingBlock,
     assemble_context,
 )
+from agentmem.controller.builder import ManagerBuilder
+from agentmem.controller.config import ManagerConfig
 from agentmem.controller.conflicts import ConflictDecision
 from agentmem.controller.consolidation import ConsolidationReport, MemoryConsolidator
 from agentmem.controller.forgetting import ForgettingPolicy, ForgettingReport
 from agentmem.controller.retrieval import MemoryRetriever, Strategy
-from agentmem.controller.scheduler import ConsolidationQueue
+from agentmem.controller.scheduler import ConsolidationQueue, ConsolidationScheduler
 from agentmem.embeddings import Embedder
-from agentmem.errors import ConfigurationError
 from agentmem.llm import ChatModel
 from agentmem.long_term.memory import LongTermMemory
 from agentmem.long_term.store import ScoredRecord
 from agentmem.short_term.summary import SummaryBufferMemory
 from agentmem.stores.base import SessionStore
-from agentmem.tokens import TokenCounter
-from agentmem.types import Message, MessageLike, utcnow
+from agentmem.tokens import DEFAULT_MODEL, TokenCounter
+from agentmem.types import Message, MessageLike
 from agentmem.working import WorkingMemory
 
 __all__ = ["MemoryManager"]
 
 logger = logging.getLogger(__name__)
 
-UNCONSOLIDATED_KEY = "manager"
-
 
 class MemoryManager:
     """The memory controller for one user and session (see the module docstring).
 
-    Build it with :meth:`open` for the embedded defaults, or from parts.
+    Build it with :meth:`open` for the embedded defaults, or :meth:`from_parts` over given
+    stores; both assemble it with :class:`~agentmem.controller.builder.ManagerBuilder` from
+    a :class:`~agentmem.controller.config.ManagerConfig`. The manager is the facade: when
+    consolidation runs (threshold, background worker, one run per session at a time) is
+    its :attr:`scheduler`'s business.
 
     Args:
         short_term: The conversation (a summary buffer over the session store).
@@ -85,6 +83,16 @@ class MemoryManager:
         scheduler: The consolidation queue background runs go to (a service's, shared by
             its users). Without one, a private single-worker queue is made when needed and
             closed by :meth:`close`.
+        on_close: Called by :meth:`close` after the background work (releases what the
+            manager owns, e.g. the stores :meth:`open` acquired).
+
+    Example:
+        >>> mem = MemoryManager.from_parts(  # doctest: +SKIP
+        ...     user_id="alice", sessions=sessions, long_term=long_term,
+        ...     on_close=[long_term.close, sessions.close],
+        ... )
+        >>> with mem:  # doctest: +SKIP
+        ...     _ = mem.remember("Alice indents with tabs")
     """
 
     def __init__(
@@ -99,24 +107,23 @@ class MemoryManager:
         background: bool = False,
         system_prompt: str | None = None,
         scheduler: ConsolidationQueue | None = None,
+        on_close: Sequence[Callable[[], None]] = (),
     ) -> None:
         self.short_term = short_term
         self.working = working
         self.long_term = long_term
-        self.consolidator = consolidator
         self.forgetting = forgetting if forgetting is not None else ForgettingPolicy()
         self.retriever = MemoryRetriever(long_term, working=working, short_term=short_term)
-        self.consolidate_every_tokens = consolidate_every_tokens
-        self.background = background
         self.system_prompt = system_prompt
-        self._scheduler = scheduler
-        self._owns_scheduler = False
-        # Every handle on one session shares these locks, wherever it was opened.
-        key = (short_term.store, short_term.session_id)
-        self._lock = keyed_lock(("pending", *key))
-        self._consolidating = keyed_lock(("consolidate", *key))
-        self._futures: set[concurrent.futures.Future[Any]] = set()
-        self._owned: list[Callable[[], None]] = []
+        self.scheduler = ConsolidationScheduler(
+            short_term,
+            consolidator,
+            every_tokens=consolidate_every_tokens,
+            background=background,
+            queue=scheduler,
+        )
+        """When this session's consolidation runs (threshold, background, one at a time)."""
+        self._on_close = list(on_close)
 
     @property
     def user_id(self) -> str:
@@ -133,6 +140,33 @@ class MemoryManager:
         """Counts tokens for the target model."""
         return self.short_term.token_counter
 
+    @property
+    def consolidator(self) -> MemoryConsolidator:
+        """Moves conversation into long-term memory (the scheduler's)."""
+        return self.scheduler.consolidator
+
+    @consolidator.setter
+    def consolidator(self, value: MemoryConsolidator) -> None:
+        self.scheduler.consolidator = value
+
+    @property
+    def consolidate_every_tokens(self) -> int | None:
+        """Tokens of conversation that trigger a consolidation (``None``: only on demand)."""
+        return self.scheduler.every_tokens
+
+    @consolidate_every_tokens.setter
+    def consolidate_every_tokens(self, value: int | None) -> None:
+        self.scheduler.every_tokens = value
+
+    @property
+    def background(self) -> bool:
+        """Whether threshold-triggered consolidation runs in a background worker."""
+        return self.scheduler.background
+
+    @background.setter
+    def background(self, value: bool) -> None:
+        self.scheduler.background = value
+
     @classmethod
     def open(
         cls,
@@ -142,7 +176,7 @@ class MemoryManager:
         home: str | Path | None = None,
         llm: ChatModel | None = None,
         embedder: Embedder | None = None,
-        model: str = "gpt-4o",
+        model: str = DEFAULT_MODEL,
         max_short_term_tokens: int = 2000,
         consolidate_every_tokens: int | None = 2000,
         background: bool = False,
@@ -160,38 +194,28 @@ class MemoryManager:
         ``AGENTMEM_QDRANT_URL`` / ``AGENTMEM_REDIS_URL`` set, the stores are the Qdrant
         server and Redis instead (see :mod:`agentmem.backends`). A server that holds many
         users is better served by one :class:`~agentmem.MemoryService`.
-        """
-        from agentmem.backends import BackendConfig, acquire_session_store
 
-        config = BackendConfig.resolve(home)
-        if config.redis_url is None:
-            config.home.mkdir(parents=True, exist_ok=True)
-        sessions = acquire_session_store(config)
-        try:
-            long_term = LongTermMemory.open(user_id=user_id, home=config.home, embedder=embedder)
-        except BaseException:
-            sessions.release()
-            raise
-        try:
-            manager = cls.from_parts(
-                user_id=user_id,
-                session_id=session_id,
-                sessions=sessions.value,
-                long_term=long_term,
-                llm=llm,
-                model=model,
-                max_short_term_tokens=max_short_term_tokens,
-                consolidate_every_tokens=consolidate_every_tokens,
-                background=background,
-                clock=clock,
-                system_prompt=system_prompt,
-            )
-        except BaseException:
-            long_term.close()
-            sessions.release()
-            raise
-        manager._owned = [long_term.close, sessions.release]
-        return manager
+        Example:
+            >>> with MemoryManager.open(user_id="alice", home=tmp_home) as mem:  # doctest: +SKIP
+            ...     _ = mem.process_interaction("I indent with tabs", "Noted.")
+        """
+        config = ManagerConfig(
+            model=model,
+            max_short_term_tokens=max_short_term_tokens,
+            consolidate_every_tokens=consolidate_every_tokens,
+            background=background,
+            clock=clock,
+            system_prompt=system_prompt,
+        )
+        return ManagerBuilder.open(
+            config,
+            user_id=user_id,
+            session_id=session_id,
+            home=home,
+            llm=llm,
+            embedder=embedder,
+            manager_class=cls,
+        )
 
     @classmethod
     def from_parts(
@@ -202,7 +226,7 @@ class MemoryManager:
         long_term: LongTermMemory,
         session_id: str | None = None,
         llm: ChatModel | None = None,
-        model: str = "gpt-4o",
+        model: str = DEFAULT_MODEL,
         max_short_term_tokens: int = 2000,
         consolidate_every_tokens: int | None = 2000,
         background: bool = False,
@@ -210,245 +234,162 @@ class MemoryManager:
         system_prompt: str | None = None,
         token_counter: TokenCounter | None = None,
         scheduler: ConsolidationQueue | None = None,
+        on_close: Sequence[Callable[[], None]] = (),
     ) -> MemoryManager:
         """A manager over a given session store and long-term memory.
 
         A session may be shared by several users (a group chat): each user's consolidation
-        keeps its own watermark and writes only that user's memories.
+        keeps its own watermark and writes only that user's memories. ``on_close`` is
+        called by :meth:`close` (e.g. to close the stores given here).
+
+        Raises:
+            ConfigurationError: ``user_id`` is not ``long_term``'s user.
         """
-        if user_id != long_term.scope.user_id:
-            msg = (
-                f"user_id {user_id!r} differs from the long-term memory's user "
-                f"{long_term.scope.user_id!r}; pass the memory of that user"
-            )
-            raise ConfigurationError(msg)
-        if session_id is None:
-            session_id = f"{user_id}-{uuid.uuid4().hex[:12]}"
-        counter = token_counter if token_counter is not None else TokenCounter(model)
-        short_term = SummaryBufferMemory(
-            llm,
-            max_tokens=max_short_term_tokens,
-            session_id=session_id,
-            store=sessions,
-            token_counter=counter,
-        )
-        working = WorkingMemory(
-            session_id=session_id, store=sessions, clock=clock, token_counter=counter
-        )
-        consolidator = MemoryConsolidator(long_term, store=sessions, llm=llm)
-        return cls(
-            short_term=short_term,
-            working=working,
-            long_term=long_term,
-            consolidator=consolidator,
-            forgetting=ForgettingPolicy(clock=clock or utcnow),
+        config = ManagerConfig(
+            model=model,
+            max_short_term_tokens=max_short_term_tokens,
             consolidate_every_tokens=consolidate_every_tokens,
             background=background,
+            clock=clock,
             system_prompt=system_prompt,
-            scheduler=scheduler,
+        )
+        builder = ManagerBuilder(
+            config, sessions=sessions, llm=llm, token_counter=token_counter, queue=scheduler
+        )
+        return builder.build(
+            long_term,
+            user_id=user_id,
+            session_id=session_id,
+            on_close=on_close,
+            manager_class=cls,
         )
 
     # -- the conversation ------------------------------------------------------------------
 
-    def _interaction(
-        self, user_input: str, assistant_response: str, metadata: Mapping[str, Any] | None
-    ) -> list[Message]:
-        meta = dict(metadata or {})
-        return [
-            Message.create("user", user_input, metadata=meta),
-            Message.create("assistant", assistant_response, metadata=meta),
-        ]
-
-    def _pending_after(
-        self, state: dict[str, Any] | None, messages: list[Message]
-    ) -> dict[str, Any]:
-        tokens = sum(self.token_counter.count_message(m) for m in messages)
-        return {"pending_tokens": int((state or {}).get("pending_tokens", 0)) + tokens}
-
-    def _due(self, state: dict[str, Any]) -> bool:
-        limit = self.consolidate_every_tokens
-        return limit is not None and state["pending_tokens"] >= limit
-
-    def record_messages(self, messages: Sequence[MessageLike]) -> ConsolidationReport | None:
+    @twin
+    def record_messages(
+        self, messages: Sequence[MessageLike]
+    ) -> Program[ConsolidationReport | None]:
         """Append messages to the conversation (a turn per user message); consolidate when
         the token threshold is crossed. Returns the consolidation report if it ran here
-        (never in background mode).
+        (never in background mode: there it runs in a worker thread, for async callers too).
 
         Adapters whose frameworks hand over whole message lists use this; a plain exchange
         is :meth:`process_interaction`.
         """
-        batch = self.short_term.add_messages(messages)
+        return (yield from self._record_messages(messages))
+
+    arecord_messages = async_twin(record_messages)
+
+    def _record_messages(
+        self, messages: Sequence[MessageLike]
+    ) -> Program[ConsolidationReport | None]:
+        batch = yield from self.short_term._add_messages(messages)
         turns = sum(1 for m in batch if m.role == "user")
         if turns:
-            self.working.advance_turn(turns)
-        store = self.short_term.store
-        with self._lock:
-            previous = store.get_state(self.session_id, UNCONSOLIDATED_KEY)
-            state = self._pending_after(previous, batch)
-            store.set_state(self.session_id, UNCONSOLIDATED_KEY, state)
-        if not batch or not self._due(state):
-            return None
-        if self.background:
-            self._consolidate_in_background()
-            return None
-        return self.consolidate()
+            yield from self.working._advance_turn(turns)
+        return (yield from self.scheduler._record(batch))
 
-    async def arecord_messages(self, messages: Sequence[MessageLike]) -> ConsolidationReport | None:
-        """Async twin of :meth:`record_messages` (background runs as an asyncio task)."""
-        batch = await self.short_term.aadd_messages(messages)
-        turns = sum(1 for m in batch if m.role == "user")
-        if turns:
-            await self.working.aadvance_turn(turns)
-        store = self.short_term.store
-        async with holding(self._lock):
-            previous = await store.aget_state(self.session_id, UNCONSOLIDATED_KEY)
-            state = self._pending_after(previous, batch)
-            await store.aset_state(self.session_id, UNCONSOLIDATED_KEY, state)
-        if not batch or not self._due(state):
-            return None
-        if self.background:
-            self._consolidate_in_background()
-            return None
-        return await self.aconsolidate()
-
+    @twin
     def process_interaction(
         self,
         user_input: str,
         assistant_response: str,
         metadata: Mapping[str, Any] | None = None,
-    ) -> ConsolidationReport | None:
+    ) -> Program[ConsolidationReport | None]:
         """Record one exchange; consolidate when the token threshold is crossed.
 
         Returns the consolidation report if it ran here (never in background mode).
+
+        Example:
+            >>> mem.process_interaction("I only write Python", "Noted.")  # doctest: +SKIP
         """
-        return self.record_messages(self._interaction(user_input, assistant_response, metadata))
+        meta = dict(metadata or {})
+        exchange = [
+            Message.create("user", user_input, metadata=meta),
+            Message.create("assistant", assistant_response, metadata=meta),
+        ]
+        return (yield from self._record_messages(exchange))
 
-    async def aprocess_interaction(
-        self,
-        user_input: str,
-        assistant_response: str,
-        metadata: Mapping[str, Any] | None = None,
-    ) -> ConsolidationReport | None:
-        """Async twin of :meth:`process_interaction` (background runs as an asyncio task)."""
-        return await self.arecord_messages(
-            self._interaction(user_input, assistant_response, metadata)
-        )
-
-    def _consolidate_in_background(self) -> None:
-        """Hand the session to the consolidation queue (sync and async callers alike: the
-        run happens in a worker thread, so both modes behave the same)."""
-        with self._lock:
-            if self._scheduler is None:
-                self._scheduler = ConsolidationQueue(workers=1)
-                self._owns_scheduler = True
-        key = (id(self.short_term.store), self.user_id, self.session_id)
-        future = self._scheduler.submit(key, self.consolidate)
-        if future is not None and future not in self._futures:
-            self._futures.add(future)
-            future.add_done_callback(self._futures.discard)
+    aprocess_interaction = async_twin(process_interaction)
 
     def wait_for_background(self, timeout: float | None = None) -> None:
         """Wait until this handle's queued and running background consolidations finish."""
-        futures = list(self._futures)
-        if futures:
-            concurrent.futures.wait(futures, timeout)
+        self.scheduler.wait(timeout)
 
     async def await_background(self) -> None:
         """Async twin of :meth:`wait_for_background` (does not block the loop)."""
-        futures = [asyncio.wrap_future(f) for f in list(self._futures)]
-        if futures:
-            await asyncio.gather(*futures, return_exceptions=True)
+        await self.scheduler.wait_async()
 
     # -- consolidation, remembering, forgetting ------------------------------------------
 
-    def consolidate(self) -> ConsolidationReport:
+    @twin
+    def consolidate(self) -> Program[ConsolidationReport]:
         """Consolidate this session's messages not consolidated before (one run at a time)."""
-        with self._consolidating:
-            log = self.short_term.get_log()
-            report = self.consolidator.consolidate_session(log, session_id=self.session_id)
-            if report.error is None:
-                with self._lock:
-                    self.short_term.store.set_state(
-                        self.session_id, UNCONSOLIDATED_KEY, {"pending_tokens": 0}
-                    )
-        return report
+        return (yield from self.scheduler._consolidate())
 
-    async def aconsolidate(self) -> ConsolidationReport:
-        """Async twin of :meth:`consolidate`."""
-        async with holding(self._consolidating):
-            log = await self.short_term.aget_log()
-            report = await self.consolidator.aconsolidate_session(log, session_id=self.session_id)
-            if report.error is None:
-                async with holding(self._lock):
-                    await self.short_term.store.aset_state(
-                        self.session_id, UNCONSOLIDATED_KEY, {"pending_tokens": 0}
-                    )
-        return report
+    aconsolidate = async_twin(consolidate)
 
+    @twin
     def remember(
         self,
+        /,
         content: str,
         memory_type: str = "semantic",
         *,
         importance: float = 0.7,
         **fields: Any,
-    ) -> ConflictDecision:
+    ) -> Program[ConflictDecision]:
         """Store a memory now, through conflict resolution (duplicates reinforce, updates
-        supersede). Returns the decision."""
+        supersede). Returns the decision.
+
+        Example:
+            >>> mem.remember("Alice indents with tabs").action  # doctest: +SKIP
+            'add'
+        """
         fields.setdefault("source_session_id", self.session_id)
         record = self.long_term.new_record(content, memory_type, importance=importance, **fields)
-        return self.consolidator.resolver.write(self.long_term, record)
+        resolver = self.consolidator.resolver
+        return (yield from call(resolver.write, resolver.awrite, self.long_term, record))
 
-    async def aremember(
-        self,
-        content: str,
-        memory_type: str = "semantic",
-        *,
-        importance: float = 0.7,
-        **fields: Any,
-    ) -> ConflictDecision:
-        """Async twin of :meth:`remember`."""
-        fields.setdefault("source_session_id", self.session_id)
-        record = self.long_term.new_record(content, memory_type, importance=importance, **fields)
-        return await self.consolidator.resolver.awrite(self.long_term, record)
+    aremember = async_twin(remember)
 
-    def recall(self, query: str, top_k: int = 5, **kwargs: Any) -> list[ScoredRecord]:
+    @twin
+    def recall(self, /, query: str, top_k: int = 5, **kwargs: Any) -> Program[list[ScoredRecord]]:
         """Long-term memories relevant to ``query`` (see ``LongTermMemory.retrieve_memories``)."""
-        return self.long_term.retrieve_memories(query, top_k, **kwargs)
+        memory = self.long_term
+        search = call(memory.retrieve_memories, memory.aretrieve_memories, query, top_k, **kwargs)
+        return (yield from search)
 
-    async def arecall(self, query: str, top_k: int = 5, **kwargs: Any) -> list[ScoredRecord]:
-        """Async twin of :meth:`recall`."""
-        return await self.long_term.aretrieve_memories(query, top_k, **kwargs)
+    arecall = async_twin(recall)
 
+    @twin
     def forget(
         self, *, dry_run: bool = False, policy: ForgettingPolicy | None = None
-    ) -> ForgettingReport:
+    ) -> Program[ForgettingReport]:
         """Run a forgetting pass over this user's memories (``dry_run`` only reports)."""
-        return (policy or self.forgetting).apply(self.long_term, dry_run=dry_run)
+        chosen = policy or self.forgetting
+        return (yield from call(chosen.apply, chosen.aapply, self.long_term, dry_run=dry_run))
 
-    async def aforget(
-        self, *, dry_run: bool = False, policy: ForgettingPolicy | None = None
-    ) -> ForgettingReport:
-        """Async twin of :meth:`forget`."""
-        return await (policy or self.forgetting).aapply(self.long_term, dry_run=dry_run)
+    aforget = async_twin(forget)
 
     # -- working memory --------------------------------------------------------------------
 
-    def update_working_memory(self, key: str, value: Any, ttl: float | None = None) -> None:
+    @twin
+    def update_working_memory(
+        self, key: str, value: Any, ttl: float | None = None
+    ) -> Program[None]:
         """Set a working-memory variable (``ttl`` in seconds)."""
-        self.working.set_variable(key, value, ttl=ttl)
+        yield from self.working._set_variable(key, value, ttl=ttl)
 
-    async def aupdate_working_memory(self, key: str, value: Any, ttl: float | None = None) -> None:
-        """Async twin of :meth:`update_working_memory`."""
-        await self.working.aset_variable(key, value, ttl=ttl)
+    aupdate_working_memory = async_twin(update_working_memory)
 
-    def record_reasoning_step(self, step: str) -> None:
+    @twin
+    def record_reasoning_step(self, step: str) -> Program[None]:
         """Add a step to the working-memory scratchpad."""
-        self.working.add_scratchpad_entry(step)
+        yield from self.working._add_scratchpad_entry(step)
 
-    async def arecord_reasoning_step(self, step: str) -> None:
-        """Async twin of :meth:`record_reasoning_step`."""
-        await self.working.aadd_scratchpad_entry(step)
+    arecord_reasoning_step = async_twin(record_reasoning_step)
 
     # -- context ---------------------------------------------------------------------------
 
@@ -502,26 +443,22 @@ class MemoryManager:
 
     # -- lifecycle -------------------------------------------------------------------------
 
-    def close(self) -> None:
-        """Wait for this handle's background work, then release what :meth:`open` opened
-        (shared stores close with their last user). A handle from a
-        :class:`~agentmem.MemoryService` owns nothing: closing it only waits."""
-        self.wait_for_background()
-        if self._owns_scheduler and self._scheduler is not None:
-            self._scheduler.close()
-            self._scheduler, self._owns_scheduler = None, False
-        owned, self._owned = self._owned, []
-        for close in owned:
-            close()
+    @twin
+    def close(self) -> Program[None]:
+        """Wait for this handle's background work, then release what it owns (what
+        :meth:`open` acquired, or ``on_close``; shared stores close with their last user).
+        A handle from a :class:`~agentmem.MemoryService` owns nothing: closing it only waits.
+        """
+        scheduler = self.scheduler
+        yield from call(scheduler.close, scheduler.aclose)
+        on_close, self._on_close = self._on_close, []
+        for release in on_close:
+            yield from blocking(release)
 
-    async def aclose(self) -> None:
-        """Async twin of :meth:`close` (the blocking part runs in a worker thread)."""
-        await self.await_background()
-        await run_in_executor(self.close)
+    aclose = async_twin(close)
 
     def __enter__(self) -> MemoryManager:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-

@@ -1,4 +1,12 @@
-"""``ConsolidationQueue``: one bounded queue and worker pool for background consolidation.
+"""When consolidation runs: per-session triggering, and the background worker pool.
+
+:class:`ConsolidationScheduler` belongs to one session handle: it counts the tokens recorded
+since the last consolidation (in the session store, so every handle and process on the
+session shares the count), runs a consolidation once ``every_tokens`` is reached (here, or
+in the background), and runs one session's consolidations one at a time (a process-wide
+lock per session, taken alike by threads and asyncio tasks).
+
+``ConsolidationQueue``: one bounded queue and worker pool for background consolidation.
 
 A :class:`~agentmem.MemoryService` owns one for all its users; a manager opened on its own
 owns a private one. Jobs are keyed by session: a session already waiting in the queue is not
@@ -16,6 +24,13 @@ jobs (``wait=True``, the default) or lets the queued ones go (``wait=False``); e
 consolidation is watermarked in the session store, so work left behind runs next time.
 
 Example:
+    >>> from agentmem.short_term import ConversationBufferMemory
+    >>> chat = ConversationBufferMemory(session_id="s1")
+    >>> consolidator = MemoryConsolidator(long_term, store=chat.store)  # doctest: +SKIP
+    >>> scheduler = ConsolidationScheduler(chat, consolidator, every_tokens=50)  # doctest: +SKIP
+    >>> batch = chat.add_messages([{"role": "user", "content": "I indent with tabs"}])
+    >>> scheduler.record(batch) is None  # under 50 tokens: nothing ran  # doctest: +SKIP
+    True
     >>> queue = ConsolidationQueue(workers=1, max_pending=8)
     >>> future = queue.submit(("alice", "s1"), lambda: "done")
     >>> future.result(timeout=5)
@@ -25,16 +40,24 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import logging
 import queue as queue_module
 import threading
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import Future
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from agentmem._sansio import Program, async_twin, blocking, call, drive, locked, twin
 from agentmem.errors import ConfigurationError, StoreClosedError
+from agentmem.types import Message
 
-__all__ = ["ConsolidationQueue"]
+if TYPE_CHECKING:
+    from agentmem.controller.consolidation import ConsolidationReport, MemoryConsolidator
+    from agentmem.short_term.base import ShortTermMemory
+
+__all__ = ["PENDING_STATE_KEY", "ConsolidationQueue", "ConsolidationScheduler"]
 
 logger = logging.getLogger(__name__)
 
@@ -142,3 +165,143 @@ class ConsolidationQueue:
                     self._queue.put(_STOP)
         for thread in threads:
             thread.join(timeout)
+
+
+PENDING_STATE_KEY = "manager"
+"""Session-state key of the tokens recorded since the session's last consolidation."""
+
+
+class ConsolidationScheduler:
+    """When and where one session's consolidation runs (see the module docstring).
+
+    Args:
+        short_term: The session's conversation (its log is what is consolidated).
+        consolidator: Writes the conversation into the user's long-term memory.
+        every_tokens: Consolidate once this many tokens were recorded since the last
+            successful consolidation (``None``: only on demand).
+        background: Run threshold-triggered consolidation in a worker thread, so
+            :meth:`record` never waits for it.
+        queue: The queue background runs go to (a service's, shared by its users). Without
+            one, a private single-worker queue is made when needed and closed by :meth:`close`.
+    """
+
+    def __init__(
+        self,
+        short_term: ShortTermMemory,
+        consolidator: MemoryConsolidator,
+        *,
+        every_tokens: int | None = 2000,
+        background: bool = False,
+        queue: ConsolidationQueue | None = None,
+    ) -> None:
+        self.short_term = short_term
+        self.consolidator = consolidator
+        self.every_tokens = every_tokens
+        self.background = background
+        self._queue = queue
+        self._owns_queue = False
+        self._queue_lock = threading.Lock()
+        self._futures: set[Future[Any]] = set()
+        # Every handle on one session takes these keys' locks, wherever it was opened.
+        session = (short_term.store, short_term.session_id)
+        self._count_key: Hashable = ("pending", *session)
+        self._run_key: Hashable = ("consolidate", *session)
+
+    # -- triggering ------------------------------------------------------------------------
+
+    @twin
+    def record(self, messages: Sequence[Message]) -> Program[ConsolidationReport | None]:
+        """Count ``messages`` (just appended to the session); consolidate when the
+        threshold is crossed. Returns the report if it ran here (never in background mode).
+        """
+        return (yield from self._record(messages))
+
+    arecord = async_twin(record)
+
+    def _record(self, messages: Sequence[Message]) -> Program[ConsolidationReport | None]:
+        state = yield from locked(self._count_key, self._add_pending(messages))
+        limit = self.every_tokens
+        if not messages or limit is None or state["pending_tokens"] < limit:
+            return None
+        if self.background:
+            self.submit()
+            return None
+        return (yield from self._consolidate())
+
+    def _add_pending(self, messages: Sequence[Message]) -> Program[dict[str, Any]]:
+        store, session_id = self.short_term.store, self.short_term.session_id
+        previous = yield from call(store.get_state, store.aget_state, session_id, PENDING_STATE_KEY)
+        counter = self.short_term.token_counter
+        tokens = sum(counter.count_message(m) for m in messages)
+        state = {"pending_tokens": int((previous or {}).get("pending_tokens", 0)) + tokens}
+        yield from call(store.set_state, store.aset_state, session_id, PENDING_STATE_KEY, state)
+        return state
+
+    def _reset(self) -> Program[None]:
+        store, session_id = self.short_term.store, self.short_term.session_id
+        state = {"pending_tokens": 0}
+        yield from call(store.set_state, store.aset_state, session_id, PENDING_STATE_KEY, state)
+
+    # -- running ---------------------------------------------------------------------------
+
+    @twin
+    def consolidate(self) -> Program[ConsolidationReport]:
+        """Consolidate the session's messages not consolidated before, now (one run per
+        session at a time); a run without error resets the token count."""
+        return (yield from self._consolidate())
+
+    aconsolidate = async_twin(consolidate)
+
+    def _consolidate(self) -> Program[ConsolidationReport]:
+        return (yield from locked(self._run_key, self._run()))
+
+    def _run(self) -> Program[ConsolidationReport]:
+        log = yield from self.short_term._get_log()
+        session_id = self.short_term.session_id
+        report = yield from self.consolidator._consolidate_session(log, session_id=session_id)
+        if report.error is None:
+            yield from locked(self._count_key, self._reset())
+        return report
+
+    def submit(self) -> None:
+        """Queue a background consolidation of the session (sync and async callers alike:
+        it runs in a worker thread). A session already waiting is not queued twice."""
+        with self._queue_lock:
+            if self._queue is None:
+                self._queue = ConsolidationQueue(workers=1)
+                self._owns_queue = True
+            queue = self._queue
+        scope = self.consolidator.memory.scope
+        key = (id(self.short_term.store), scope.user_id, self.short_term.session_id)
+        future = queue.submit(key, lambda: drive(self._consolidate()))
+        if future is not None and future not in self._futures:
+            self._futures.add(future)
+            future.add_done_callback(self._futures.discard)
+
+    # -- waiting and closing ---------------------------------------------------------------
+
+    def wait(self, timeout: float | None = None) -> None:
+        """Wait until this scheduler's queued and running background runs finish."""
+        futures = list(self._futures)
+        if futures:
+            concurrent.futures.wait(futures, timeout)
+
+    async def wait_async(self, timeout: float | None = None) -> None:
+        """:meth:`wait` without blocking the event loop."""
+        futures = [asyncio.wrap_future(f) for f in list(self._futures)]
+        if futures:
+            await asyncio.wait(futures, timeout=timeout)
+
+    @twin
+    def close(self) -> Program[None]:
+        """Wait for the background runs, then close the private queue if one was made
+        (a shared queue is its owner's to close)."""
+        yield from call(self.wait, self.wait_async)
+        with self._queue_lock:
+            queue = self._queue if self._owns_queue else None
+            if queue is not None:
+                self._queue, self._owns_queue = None, False
+        if queue is not None:
+            yield from blocking(queue.close)
+
+    aclose = async_twin(close)

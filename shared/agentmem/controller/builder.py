@@ -1,0 +1,251 @@
+"""Assembling managers: a :class:`ManagerConfig` and shared parts in, ``MemoryManager`` out.
+
+:meth:`MemoryManager.open <agentmem.MemoryManager.open>`,
+:meth:`MemoryManager.from_parts <agentmem.MemoryManager.from_parts>` and
+:class:`~agentmem.MemoryService` all build managers here, so how the tiers, the
+consolidator, the forgetting policy and the consolidation scheduler are put together
+exists once:
+
+* :func:`acquire_stores` takes a share of a deployment's session and long-term stores
+  (released together, and nothing left held when the second one fails to open);
+* :class:`ManagerBuilder` holds what the managers of a deployment share (the config, the
+  session store, the chat model, the token counter, the consolidation queue) and makes one
+  manager per user and session, or the long-term memory of a user on a shared store.
+
+Example:
+    >>> from agentmem.controller.builder import ManagerBuilder
+    >>> from agentmem.controller.config import ManagerConfig
+    >>> config = ManagerConfig(consolidate_every_tokens=None)
+    >>> builder = ManagerBuilder(config, sessions=sessions)  # doctest: +SKIP
+    >>> with builder.build(long_term, session_id="s1") as manager:  # doctest: +SKIP
+    ...     _ = manager.process_interaction("I indent with tabs", "Noted.")
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from agentmem.backends import BackendConfig, Lease, acquire_memory_store, acquire_session_store
+from agentmem.controller.config import ManagerConfig
+from agentmem.controller.consolidation import MemoryConsolidator
+from agentmem.controller.forgetting import ForgettingPolicy
+from agentmem.controller.scheduler import ConsolidationQueue
+from agentmem.errors import ConfigurationError
+from agentmem.long_term.memory import LongTermMemory
+from agentmem.short_term.summary import SummaryBufferMemory
+from agentmem.tokens import TokenCounter
+from agentmem.types import utcnow
+from agentmem.working import WorkingMemory
+
+if TYPE_CHECKING:
+    from agentmem.controller.manager import MemoryManager
+    from agentmem.embeddings import Embedder
+    from agentmem.llm import ChatModel
+    from agentmem.long_term.store import MemoryStore
+    from agentmem.stores.base import SessionStore
+
+__all__ = ["ManagerBuilder", "StoreLeases", "acquire_stores"]
+
+
+@dataclass(frozen=True)
+class StoreLeases:
+    """A share of a deployment's two stores (see :func:`acquire_stores`).
+
+    Attributes:
+        sessions: The session store's lease.
+        memories: The long-term store's lease.
+    """
+
+    sessions: Lease[SessionStore]
+    memories: Lease[MemoryStore]
+
+    def release(self) -> None:
+        """Give both shares back (idempotent); each store closes with its last user."""
+        self.memories.release()
+        self.sessions.release()
+
+
+def acquire_stores(backend: BackendConfig, *, dimension: int) -> StoreLeases:
+    """A share of the session store and of the long-term store of ``backend`` (the
+    embedded home is created when one of them lives there).
+
+    Raises:
+        StoreLockedError: Another process holds the embedded stores of the home.
+
+    Example:
+        >>> import tempfile
+        >>> backend = BackendConfig.resolve(tempfile.mkdtemp())
+        >>> leases = acquire_stores(backend, dimension=8)
+        >>> leases.sessions.value.sessions()
+        []
+        >>> leases.release()
+    """
+    if backend.qdrant_url is None or backend.redis_url is None:
+        backend.home.mkdir(parents=True, exist_ok=True)
+    sessions = acquire_session_store(backend)
+    try:
+        memories = acquire_memory_store(backend, dimension=dimension)
+    except BaseException:
+        sessions.release()
+        raise
+    return StoreLeases(sessions, memories)
+
+
+class ManagerBuilder:
+    """Makes the managers of one deployment from its config and shared parts.
+
+    Args:
+        config: Model, budgets, threshold, background mode, clock, prompt, ranking.
+        sessions: The session store every manager records into.
+        llm: Chat model for summaries, extraction and conflict judging (``None``: no
+            summaries, conversation rounds stored as episodes).
+        token_counter: Shared counter (default: one for ``config.model``).
+        queue: Where background consolidations run (a service's pool); ``None``: each
+            manager makes a private one when it first needs it.
+
+    Example:
+        >>> builder = ManagerBuilder(ManagerConfig(), sessions=sessions)  # doctest: +SKIP
+        >>> builder.build(long_term).session_id  # doctest: +SKIP
+        'alice-3f2a9c0d1e4b'
+    """
+
+    def __init__(
+        self,
+        config: ManagerConfig,
+        *,
+        sessions: SessionStore,
+        llm: ChatModel | None = None,
+        token_counter: TokenCounter | None = None,
+        queue: ConsolidationQueue | None = None,
+    ) -> None:
+        self.config = config
+        self.sessions = sessions
+        self.llm = llm
+        self.token_counter = (
+            token_counter if token_counter is not None else TokenCounter(config.model)
+        )
+        self.queue = queue
+
+    @classmethod
+    def open(
+        cls,
+        config: ManagerConfig,
+        *,
+        user_id: str,
+        session_id: str | None = None,
+        home: str | os.PathLike[str] | None = None,
+        llm: ChatModel | None = None,
+        embedder: Embedder | None = None,
+        manager_class: type[MemoryManager] | None = None,
+    ) -> MemoryManager:
+        """A manager that owns a share of the stores of ``home`` (or of the servers set in
+        the environment) and releases it when closed (see ``MemoryManager.open``)."""
+        from agentmem.embeddings import default_embedder
+
+        embedder = embedder if embedder is not None else default_embedder()
+        leases = acquire_stores(BackendConfig.resolve(home), dimension=embedder.dimension)
+        try:
+            builder = cls(config, sessions=leases.sessions.value, llm=llm)
+            long_term = LongTermMemory(
+                store=leases.memories.value,
+                embedder=embedder,
+                user_id=user_id,
+                ranking=config.ranking,
+            )
+            return builder.build(
+                long_term,
+                session_id=session_id,
+                on_close=[leases.release],
+                manager_class=manager_class,
+            )
+        except BaseException:
+            leases.release()
+            raise
+
+    def long_term(
+        self,
+        store: MemoryStore,
+        embedder: Embedder,
+        user_id: str,
+        *,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+    ) -> LongTermMemory:
+        """One user's long-term memory on a shared ``store`` (closing it closes nothing).
+
+        Raises:
+            InvalidValueError: ``user_id`` is empty or not a valid id.
+        """
+        return LongTermMemory(
+            store=store,
+            embedder=embedder,
+            user_id=user_id,
+            agent_id=agent_id,
+            session_id=session_id,
+            ranking=self.config.ranking,
+            clock=self.config.clock,
+            on_close=_nothing,
+        )
+
+    def build(
+        self,
+        long_term: LongTermMemory,
+        *,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        on_close: Sequence[Callable[[], None]] = (),
+        manager_class: type[MemoryManager] | None = None,
+    ) -> MemoryManager:
+        """A manager of ``long_term``'s user on the session ``session_id`` (default: a new
+        session id); ``on_close`` runs when it is closed.
+
+        Raises:
+            ConfigurationError: ``user_id`` is given and is not ``long_term``'s user.
+        """
+        owner = long_term.scope.user_id
+        if user_id is not None and user_id != owner:
+            msg = (
+                f"user_id {user_id!r} differs from the long-term memory's user "
+                f"{owner!r}; pass the memory of that user"
+            )
+            raise ConfigurationError(msg)
+        if session_id is None:
+            session_id = f"{owner}-{uuid.uuid4().hex[:12]}"
+        config, counter = self.config, self.token_counter
+        short_term = SummaryBufferMemory(
+            self.llm,
+            max_tokens=config.max_short_term_tokens,
+            session_id=session_id,
+            store=self.sessions,
+            token_counter=counter,
+        )
+        working = WorkingMemory(
+            session_id=session_id, store=self.sessions, clock=config.clock, token_counter=counter
+        )
+        make = manager_class if manager_class is not None else _manager_class()
+        return make(
+            short_term=short_term,
+            working=working,
+            long_term=long_term,
+            consolidator=MemoryConsolidator(long_term, store=self.sessions, llm=self.llm),
+            forgetting=ForgettingPolicy(clock=config.clock or utcnow),
+            consolidate_every_tokens=config.consolidate_every_tokens,
+            background=config.background,
+            system_prompt=config.system_prompt,
+            scheduler=self.queue,
+            on_close=on_close,
+        )
+
+
+def _manager_class() -> type[MemoryManager]:
+    from agentmem.controller.manager import MemoryManager
+
+    return MemoryManager
+
+
+def _nothing() -> None:
+    """A shared store is closed by its owner, not by one user's memory."""
