@@ -220,10 +220,13 @@ class QdrantEdgeStore(QdrantStoreBase):
         return rebuild is not None and rebuild.is_alive()
 
     def wait_for_index(self, timeout: float | None = None) -> None:
-        """Wait until a running background index rebuild has finished (or ``timeout``)."""
-        rebuild = self._rebuild
-        if rebuild is not None:
-            rebuild.join(timeout)
+        """Wait until background index rebuilds have finished (or ``timeout``), including
+        one a finished rebuild started for the writes made while it ran."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while (rebuild := self._rebuild) is not None and rebuild.is_alive():
+            rebuild.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+            if deadline is not None and time.monotonic() >= deadline:
+                return
 
     aclose = offload(close)
 
@@ -266,6 +269,10 @@ class QdrantEdgeStore(QdrantStoreBase):
         if self._since_check < self._auto.check_every:
             return
         self._since_check = 0
+        self._rebuild_if_due()
+
+    def _rebuild_if_due(self) -> None:
+        """Start a background rebuild if the policy says so (under the mutex)."""
         info = self._shard.info()
         unindexed = unindexed_points(info.points_count, info.indexed_vectors_count)
         if not self._auto.due(unindexed, info.points_count):
@@ -356,6 +363,10 @@ class QdrantEdgeStore(QdrantStoreBase):
             with self._mutex:
                 self._journal = None
                 self._child = None
+                if swapped and not self._closed:
+                    # The writes made during this rebuild are unindexed: if they are enough
+                    # for another, start it now rather than after the next writes.
+                    self._rebuild_if_due()
             if not swapped:
                 if new is not None:
                     with contextlib.suppress(Exception):
