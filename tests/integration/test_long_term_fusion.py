@@ -9,8 +9,12 @@ from typing import Any
 
 import pytest
 
+from agentmem._sansio import adrive, drive
 from agentmem.long_term import LongTermMemory, RankingConfig
+from agentmem.long_term._fusion import fused_search_program
 from agentmem.long_term.memory import CONTEXT_KEY, index_text
+from agentmem.long_term.store import ScoredRecord
+from agentmem.stores.in_memory import InMemoryMemoryStore
 from agentmem.stores.qdrant.edge import QdrantEdgeStore
 from tests.fakes import HashingEmbedder
 
@@ -18,7 +22,8 @@ pytestmark = pytest.mark.integration
 
 
 class PlainStore:
-    """Any MemoryStore: delegates to another store, but is not an agentmem Qdrant store."""
+    """Any MemoryStore: delegates to another store, but runs fused search with the generic
+    program over its public ``search`` and ``get``, as a store without a fast path would."""
 
     def __init__(self, inner: QdrantEdgeStore) -> None:
         self._inner = inner
@@ -29,6 +34,12 @@ class PlainStore:
     @property
     def dimension(self) -> int:
         return self._inner.dimension
+
+    def fused_search(self, *args: Any) -> list[ScoredRecord]:
+        return drive(fused_search_program(self, *args))
+
+    async def afused_search(self, *args: Any) -> list[ScoredRecord]:
+        return await adrive(fused_search_program(self, *args))
 
 
 def _memory(store: Any, **ranking: Any) -> LongTermMemory:
@@ -140,6 +151,20 @@ def test_qdrant_client_store_ranks_like_edge(store: QdrantEdgeStore) -> None:
         b = client.retrieve_memories(query, top_k=5, touch=False)
         assert [h.record.id for h in a] == [h.record.id for h in b]
     other.close()
+
+
+@pytest.mark.parametrize("candidates", [3, 60])
+async def test_in_memory_store_ranks_like_edge(store: QdrantEdgeStore, candidates: int) -> None:
+    edge = _memory(store, candidates=candidates)
+    _fill(edge)
+    fake = _memory(InMemoryMemoryStore(dimension=64), candidates=candidates)
+    await fake.astore_records(edge.all_records())
+    for query in ("Paris trips", "hiking in July 2023", "gardening note 7", "nothing at all xyz"):
+        a = edge.retrieve_memories(query, top_k=5, touch=False, explain=True)
+        b = await fake.aretrieve_memories(query, top_k=5, touch=False, explain=True)
+        assert [h.score for h in a] == pytest.approx([h.score for h in b], abs=1e-5), query
+        unique = [h.record.id for h in a if [x.score for x in a].count(h.score) == 1]
+        assert set(unique) <= {h.record.id for h in b}, query
 
 
 @pytest.mark.parametrize("candidates", [2, 5, 12])

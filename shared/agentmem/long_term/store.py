@@ -22,7 +22,7 @@ RRF uses Qdrant's constant: a hit at 1-based rank ``r`` in a list adds ``1 / (r 
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Awaitable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, NamedTuple, Protocol, TypeAlias
@@ -208,18 +208,18 @@ class MemoryStore(Protocol):
         """Flush and release the store. Further use raises ``StoreClosedError``."""
         ...
 
-    async def aupsert(
+    def aupsert(
         self,
         records: Sequence[MemoryRecord],
         dense: Sequence[Sequence[float]],
         sparse: Sequence[SparseVector],
-    ) -> None: ...
-    async def aget(self, scope: Scope, ids: Sequence[str]) -> list[MemoryRecord]: ...
-    async def adelete(self, scope: Scope, ids: Sequence[str]) -> int: ...
-    async def aset_fields(
+    ) -> Awaitable[None]: ...
+    def aget(self, scope: Scope, ids: Sequence[str]) -> Awaitable[list[MemoryRecord]]: ...
+    def adelete(self, scope: Scope, ids: Sequence[str]) -> Awaitable[int]: ...
+    def aset_fields(
         self, scope: Scope, ids: Sequence[str], fields: Mapping[str, Any]
-    ) -> None: ...
-    async def asearch(
+    ) -> Awaitable[None]: ...
+    def asearch(
         self,
         scope: Scope,
         *,
@@ -231,8 +231,8 @@ class MemoryStore(Protocol):
         boost: Boost | None = None,
         exact: bool = False,
         explain: bool = False,
-    ) -> list[ScoredRecord]: ...
-    async def ascroll(
+    ) -> Awaitable[list[ScoredRecord]]: ...
+    def ascroll(
         self,
         scope: Scope,
         *,
@@ -240,14 +240,14 @@ class MemoryStore(Protocol):
         limit: int = 256,
         offset: str | None = None,
         order_by: Literal["created_ts", "last_accessed_ts"] | None = None,
-    ) -> tuple[list[MemoryRecord], str | None]: ...
-    async def acount(self, scope: Scope, *, filter: RecordFilter | None = None) -> int: ...
-    async def afused_search(
+    ) -> Awaitable[tuple[list[MemoryRecord], str | None]]: ...
+    def acount(self, scope: Scope, *, filter: RecordFilter | None = None) -> Awaitable[int]: ...
+    def afused_search(
         self,
         scope: Scope,
         filter: RecordFilter,
         dense: Sequence[float],
         sparse: SparseVector | None,
         plan: FusionPlan,
-    ) -> list[ScoredRecord]: ...
-    async def aclose(self) -> None: ...
+    ) -> Awaitable[list[ScoredRecord]]: ...
+    def aclose(self) -> Awaitable[None]: ...

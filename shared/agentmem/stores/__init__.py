@@ -1,5 +1,6 @@
 """Storage backends, below the tiers: session stores (messages, summaries, watermarks and
-working memory) and the long-term Qdrant stores (:mod:`agentmem.stores.qdrant`).
+working memory) and the long-term stores: the Qdrant ones (:mod:`agentmem.stores.qdrant`)
+and :class:`~agentmem.stores.in_memory.InMemoryMemoryStore` (tests, throwaway agents).
 
 Example:
     >>> from agentmem.stores import InMemorySessionStore, SessionStore
@@ -20,6 +21,7 @@ from agentmem.stores.memory import InMemorySessionStore
 from agentmem.stores.sqlite import SQLiteSessionStore
 
 __all__ = [
+    "InMemoryMemoryStore",
     "InMemorySessionStore",
     "QdrantClientStore",
     "QdrantEdgeStore",
@@ -41,6 +43,10 @@ def __getattr__(name: str) -> object:
         from agentmem.stores.redis import RedisSessionStore
 
         return RedisSessionStore
+    if name == "InMemoryMemoryStore":
+        from agentmem.stores.in_memory import InMemoryMemoryStore
+
+        return InMemoryMemoryStore
     if name in ("QdrantEdgeStore", "QdrantClientStore"):
         from agentmem.stores import qdrant
 

@@ -1,8 +1,12 @@
 """Backends of the long-term store conformance suite, and the data its tests build.
 
-:class:`MemorySpec` says where a backend keeps its memories (``edge`` on a temp dir,
-``local`` = ``QdrantClient(":memory:")``, ``server`` = ``QDRANT_URL``, one collection per
-test); the fixtures in ``conftest.py`` build one per backend.
+:class:`MemorySpec` says where a backend keeps its memories (``memory`` =
+:class:`~agentmem.stores.in_memory.InMemoryMemoryStore`, ``edge`` on a temp dir, ``local`` =
+``QdrantClient(":memory:")``, ``server`` = ``QDRANT_URL``, one collection per test) and in
+which mode the test calls it: ``sync`` gives the store itself, ``async`` an
+:class:`AsyncFace` whose sync names await the store's async twins (``store.search(...)`` is
+``await store.asearch(...)``) on a background event loop. The fixtures in ``conftest.py``
+build one per backend and mode, so every test is written once.
 
 Vectors are small random unit vectors and hand-made sparse vectors, so the suite does not
 depend on any embedder.
@@ -10,21 +14,27 @@ depend on any embedder.
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from qdrant_client import QdrantClient
 
 from agentmem.long_term.records import MemoryRecord, Scope
 from agentmem.long_term.store import MemoryStore, SparseVector
+from agentmem.stores.in_memory import InMemoryMemoryStore
 from agentmem.stores.qdrant.client import QdrantClientStore
 from agentmem.stores.qdrant.edge import QdrantEdgeStore
 
 __all__ = [
     "DIM",
+    "MODES",
+    "AsyncFace",
     "MemorySpec",
     "mem",
     "put",
@@ -33,6 +43,48 @@ __all__ = [
 ]
 
 DIM = 8
+MODES = ("sync", "async")
+
+# The sync names of the MemoryStore protocol; each has an async twin named "a" + name.
+_TWINNED = frozenset(
+    {"upsert", "get", "delete", "set_fields", "search", "scroll", "count", "fused_search"}
+    | {"close"}
+)
+_loop: asyncio.AbstractEventLoop | None = None
+_loop_lock = threading.Lock()
+
+
+def _background_loop() -> asyncio.AbstractEventLoop:
+    global _loop
+    with _loop_lock:
+        if _loop is None:
+            _loop = asyncio.new_event_loop()
+            threading.Thread(target=_loop.run_forever, name="lt-async-face", daemon=True).start()
+        return _loop
+
+
+async def _awaited(awaitable: Awaitable[Any]) -> Any:
+    return await awaitable
+
+
+class AsyncFace:
+    """A memory store called through its async twins: ``face.search(...)`` is
+    ``await store.asearch(...)`` on a background event loop; every other name (the ``a*``
+    twins included) is the store's own."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self.store = store
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in _TWINNED:
+            return getattr(self.store, name)
+        twin: Callable[..., Awaitable[Any]] = getattr(self.store, "a" + name)
+
+        def run(*args: Any, **kwargs: Any) -> Any:
+            coro = _awaited(twin(*args, **kwargs))
+            return asyncio.run_coroutine_threadsafe(coro, _background_loop()).result()
+
+        return run
 
 
 @dataclass
@@ -44,12 +96,22 @@ class MemorySpec:
     url: str | None = None
     collection: str = field(default_factory=lambda: f"conf_{uuid.uuid4().hex[:12]}")
     client: Any = None
+    mode: str = "sync"
 
     @property
     def reopenable(self) -> bool:
+        if self.backend == "memory":
+            return False
         return self.backend != "local" or self.client is not None
 
     def open(self, dimension: int = DIM) -> MemoryStore:
+        """A store on this spec, called in its mode."""
+        store = self._open(dimension)
+        return cast("MemoryStore", AsyncFace(store)) if self.mode == "async" else store
+
+    def _open(self, dimension: int) -> MemoryStore:
+        if self.backend == "memory":
+            return InMemoryMemoryStore(dimension=dimension)
         if self.backend == "edge":
             return QdrantEdgeStore(self.path or Path("."), dimension=dimension)
         if self.backend == "local":
