@@ -44,8 +44,10 @@ __all__ = [
     "REDIS_URL_ENV",
     "BackendConfig",
     "Lease",
+    "StoreLeases",
     "acquire_memory_store",
     "acquire_session_store",
+    "acquire_stores",
 ]
 
 QDRANT_URL_ENV = "AGENTMEM_QDRANT_URL"
@@ -194,6 +196,50 @@ def acquire_memory_store(config: BackendConfig, *, dimension: int) -> Lease[Memo
     return _REGISTRY.acquire(
         ("edge", path), lambda: QdrantEdgeStore(path, dimension=dimension), _close
     )
+
+
+@dataclass(frozen=True)
+class StoreLeases:
+    """A share of a deployment's two stores (see :func:`acquire_stores`).
+
+    Attributes:
+        sessions: The session store's lease.
+        memories: The long-term store's lease.
+    """
+
+    sessions: Lease[SessionStore]
+    memories: Lease[MemoryStore]
+
+    def release(self) -> None:
+        """Give both shares back (idempotent); each store closes with its last user."""
+        self.memories.release()
+        self.sessions.release()
+
+
+def acquire_stores(backend: BackendConfig, *, dimension: int) -> StoreLeases:
+    """A share of the session store and of the long-term store of ``backend`` (the
+    embedded home is created when one of them lives there).
+
+    Raises:
+        StoreLockedError: Another process holds the embedded stores of the home.
+
+    Example:
+        >>> import tempfile
+        >>> backend = BackendConfig.resolve(tempfile.mkdtemp())
+        >>> leases = acquire_stores(backend, dimension=8)
+        >>> leases.sessions.value.sessions()
+        []
+        >>> leases.release()
+    """
+    if backend.qdrant_url is None or backend.redis_url is None:
+        backend.home.mkdir(parents=True, exist_ok=True)
+    sessions = acquire_session_store(backend)
+    try:
+        memories = acquire_memory_store(backend, dimension=dimension)
+    except BaseException:
+        sessions.release()
+        raise
+    return StoreLeases(sessions, memories)
 
 
 def _close(store: Any) -> None:

@@ -29,11 +29,10 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from types import TracebackType
 
 from agentmem._sansio import offload
-from agentmem.backends import BackendConfig
-from agentmem.controller.builder import ManagerBuilder, acquire_stores
+from agentmem.backends import BackendConfig, acquire_stores
+from agentmem.controller.builder import ManagerBuilder
 from agentmem.controller.config import DEFAULT_MODEL, ManagerConfig
 from agentmem.controller.manager import MemoryManager
 from agentmem.controller.scheduler import ConsolidationQueue
@@ -325,23 +324,13 @@ class MemoryService:
     def __enter__(self) -> MemoryService:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     async def __aenter__(self) -> MemoryService:
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
     def __repr__(self) -> str:

@@ -4,13 +4,10 @@
 :meth:`MemoryManager.from_parts <agentmem.MemoryManager.from_parts>` and
 :class:`~agentmem.MemoryService` all build managers here, so how the tiers, the
 consolidator, the forgetting policy and the consolidation scheduler are put together
-exists once:
-
-* :func:`acquire_stores` takes a share of a deployment's session and long-term stores
-  (released together, and nothing left held when the second one fails to open);
-* :class:`ManagerBuilder` holds what the managers of a deployment share (the config, the
-  session store, the chat model, the token counter, the consolidation queue) and makes one
-  manager per user and session, or the long-term memory of a user on a shared store.
+exists once. :class:`ManagerBuilder` holds what the managers of a deployment share (the config, the
+session store, the chat model, the token counter, the consolidation queue) and makes one
+manager per user and session, or the long-term memory of a user on a shared store; the
+stores themselves come from :func:`agentmem.backends.acquire_stores`.
 
 Example:
     >>> from agentmem.controller.builder import ManagerBuilder
@@ -26,10 +23,9 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from agentmem.backends import BackendConfig, Lease, acquire_memory_store, acquire_session_store
+from agentmem.backends import BackendConfig, acquire_stores
 from agentmem.controller.config import ManagerConfig
 from agentmem.controller.consolidation import MemoryConsolidator
 from agentmem.controller.forgetting import ForgettingPolicy
@@ -48,51 +44,7 @@ if TYPE_CHECKING:
     from agentmem.long_term.store import MemoryStore
     from agentmem.stores.base import SessionStore
 
-__all__ = ["ManagerBuilder", "StoreLeases", "acquire_stores"]
-
-
-@dataclass(frozen=True)
-class StoreLeases:
-    """A share of a deployment's two stores (see :func:`acquire_stores`).
-
-    Attributes:
-        sessions: The session store's lease.
-        memories: The long-term store's lease.
-    """
-
-    sessions: Lease[SessionStore]
-    memories: Lease[MemoryStore]
-
-    def release(self) -> None:
-        """Give both shares back (idempotent); each store closes with its last user."""
-        self.memories.release()
-        self.sessions.release()
-
-
-def acquire_stores(backend: BackendConfig, *, dimension: int) -> StoreLeases:
-    """A share of the session store and of the long-term store of ``backend`` (the
-    embedded home is created when one of them lives there).
-
-    Raises:
-        StoreLockedError: Another process holds the embedded stores of the home.
-
-    Example:
-        >>> import tempfile
-        >>> backend = BackendConfig.resolve(tempfile.mkdtemp())
-        >>> leases = acquire_stores(backend, dimension=8)
-        >>> leases.sessions.value.sessions()
-        []
-        >>> leases.release()
-    """
-    if backend.qdrant_url is None or backend.redis_url is None:
-        backend.home.mkdir(parents=True, exist_ok=True)
-    sessions = acquire_session_store(backend)
-    try:
-        memories = acquire_memory_store(backend, dimension=dimension)
-    except BaseException:
-        sessions.release()
-        raise
-    return StoreLeases(sessions, memories)
+__all__ = ["ManagerBuilder"]
 
 
 class ManagerBuilder:
