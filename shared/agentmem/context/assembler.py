@@ -381,6 +381,7 @@ class _History:
         self.tail = list(tail)
         self.max_tokens = max_tokens
         self.messages: list[Message] = []
+        self.tokens = 0  # of ``messages``, as the view or the walk counted them
         self.kept: list[int] = []
         self.omitted = 0
 
@@ -394,6 +395,7 @@ class _History:
         room = self.max_tokens - self.request.total()
         view = view_for(room + REPLY_PRIMING_TOKENS) if room > 0 else None
         self.messages = list(view.messages) if view is not None else []
+        self.tokens = view.token_count - REPLY_PRIMING_TOKENS if view is not None else 0
         self.omitted = view.omitted if view is not None else 0
 
     def _fill_messages(self, block: MessagesBlock) -> None:
@@ -413,6 +415,7 @@ class _History:
             extra, has_system = extra + size, has_system or unit_system
         self.kept = keep
         self.messages = [messages[i] for i in keep]
+        self.tokens = self.request.required_tokens + extra
         self.omitted = len(messages) - len(keep)
 
 
@@ -441,9 +444,13 @@ def _built(
         rest = {k: counter.count_text(SEPARATOR + request.sections[k]) for k in names[1:]}
         ledger[names[0]] = request.head_tokens() - sum(rest.values())
         ledger.update(rest)
-    for message in history.messages:
-        name = "summary" if message.metadata.get("agentmem_summary") else "recent"
-        ledger[name] = ledger.get(name, 0) + counter.count_message(message)
+    # The history's tokens as its view or walk counted them; summary messages apart.
+    summaries = [m for m in history.messages if m.metadata.get("agentmem_summary")]
+    summary = sum(counter.count_message(m) for m in summaries)
+    if summaries:
+        ledger["summary"] = ledger.get("summary", 0) + summary
+    if len(summaries) < len(history.messages):
+        ledger["recent"] = history.tokens - summary
     if request.query is not None:
         ledger["query"] = request.query_tokens
     if request.tools:
