@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 import pytest
 import pytest_socket
 
 from agentmem.long_term import LongTermMemory
 from agentmem.long_term.store import MemoryStore
+from agentmem.stores.in_memory import InMemoryMemoryStore
 from tests.fake_embedder import HashingEmbedder
 
 
@@ -51,11 +51,9 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-def memory_store(tmp_path: Path) -> Iterator[MemoryStore]:
-    """An empty in-process long-term store."""
-    from agentmem.stores.qdrant.edge import QdrantEdgeStore  # until the in-memory store lands
-
-    store = QdrantEdgeStore(tmp_path / "long_term", dimension=DIM)
+def memory_store() -> Iterator[MemoryStore]:
+    """An empty in-process long-term store (no engine, no files)."""
+    store = InMemoryMemoryStore(dimension=DIM)
     yield store
     store.close()
 

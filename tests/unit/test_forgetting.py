@@ -1,8 +1,11 @@
-"""ForgettingPolicy as a pure function of records and a time: the retention formula, each
-rule, pinning, capacity and the report (no store involved; see test_forgetting_apply.py)."""
+"""ForgettingPolicy: the retention formula, each rule, pinning, capacity and the report as
+pure functions of records and a time; then passes over a LongTermMemory on an in-process
+store (dry run, deletion, logging, scope)."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import math
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -11,7 +14,10 @@ import pytest
 
 from agentmem.controller.forgetting import ForgettingPolicy, ForgettingReport
 from agentmem.errors import ConfigurationError
+from agentmem.long_term import LongTermMemory
 from agentmem.long_term.records import MemoryRecord, Scope
+from agentmem.long_term.store import MemoryStore
+from tests.fake_embedder import HashingEmbedder
 
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
 SCOPE = Scope(user_id="u")
@@ -253,3 +259,80 @@ def test_edge_settings_are_accepted() -> None:
         min_retention=0, max_age_days=0, keep_importance=1, max_memories=0, importance_boost=0
     )
     assert policy.max_memories == 0
+
+
+# -- a pass over a memory ----------------------------------------------------------------
+
+
+def seeded(memory: LongTermMemory) -> dict[str, MemoryRecord]:
+    """Four memories of Alice at NOW: two faded, one pinned and faded, one fresh."""
+    specs = {
+        "faded": {"created_at": NOW - timedelta(days=400)},
+        "old tea note": {"created_at": NOW - timedelta(days=300), "importance": 0.0},
+        "pinned": {"created_at": NOW - timedelta(days=4000), "pinned": True},
+        "fresh": {"created_at": NOW - timedelta(days=1)},
+    }
+    return {
+        content: memory.store_memory(content, "semantic", **{"importance": 0.0, **fields})
+        for content, fields in specs.items()
+    }
+
+
+@pytest.fixture
+def at_now(memory_store: MemoryStore, embedder: HashingEmbedder) -> LongTermMemory:
+    return LongTermMemory(store=memory_store, embedder=embedder, user_id="alice", clock=lambda: NOW)
+
+
+def test_a_dry_run_reports_and_deletes_nothing(
+    at_now: LongTermMemory, caplog: pytest.LogCaptureFixture
+) -> None:
+    seeded(at_now)
+    with caplog.at_level(logging.INFO, logger="agentmem.controller.forgetting"):
+        report = ForgettingPolicy(clock=lambda: NOW).apply(at_now, dry_run=True)
+    assert report.dry_run is True
+    assert (report.examined, report.pinned, report.deleted) == (4, 1, 0)
+    assert sorted(ids(report)) == ["faded", "old tea note"]
+    assert len(at_now.all_records()) == 4
+    assert caplog.records == []
+
+
+@pytest.mark.parametrize("run_async", [False, True], ids=["sync", "async"])
+def test_a_pass_deletes_what_it_reports_and_logs_each(
+    at_now: LongTermMemory, caplog: pytest.LogCaptureFixture, run_async: bool
+) -> None:
+    records = seeded(at_now)
+    policy = ForgettingPolicy(clock=lambda: NOW)
+    with caplog.at_level(logging.INFO, logger="agentmem.controller.forgetting"):
+        report = asyncio.run(policy.aapply(at_now)) if run_async else policy.apply(at_now)
+    assert report.dry_run is False
+    assert report.deleted == 2
+    assert sorted(r.content for r in at_now.all_records()) == ["fresh", "pinned"]
+    logged = sorted(r.getMessage() for r in caplog.records)
+    assert len(logged) == 2
+    assert records["faded"].id in " ".join(logged)
+    assert all("of user 'alice'" in m and "retention below 0.05" in m for m in logged)
+
+
+def test_a_pass_stays_in_its_scope(memory_store: MemoryStore, embedder: HashingEmbedder) -> None:
+    alice = LongTermMemory(
+        store=memory_store, embedder=embedder, user_id="alice", clock=lambda: NOW
+    )
+    bob = LongTermMemory(store=memory_store, embedder=embedder, user_id="bob", clock=lambda: NOW)
+    seeded(alice)
+    seeded(bob)
+    ForgettingPolicy(max_memories=0, clock=lambda: NOW).apply(alice)
+    assert [r.content for r in alice.all_records()] == ["pinned"]
+    assert len(bob.all_records()) == 4
+
+
+def test_superseded_history_fades_like_the_rest(at_now: LongTermMemory) -> None:
+    old = at_now.store_memory(
+        "lives in Paris", "semantic", importance=0.0, created_at=NOW - timedelta(days=500)
+    )
+    new = at_now.store_memory(
+        "lives in Berlin", "semantic", importance=0.0, created_at=NOW - timedelta(days=2)
+    )
+    at_now.supersede_memory(old.id, new)
+    report = ForgettingPolicy(clock=lambda: NOW).apply(at_now)
+    assert ids(report) == ["lives in Paris"]
+    assert [r.content for r in at_now.all_records()] == ["lives in Berlin"]
