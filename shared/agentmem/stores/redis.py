@@ -109,8 +109,8 @@ class RedisSessionStore:
 
     Args:
         client: A ``redis.Redis`` for the sync methods.
-        async_client: A ``redis.asyncio.Redis`` for the ``a*`` methods. Without it they run
-            the sync methods in a thread.
+        async_client: A ``redis.asyncio.Redis`` for the ``a*`` methods. Without it they send
+            their commands with ``client``, from a thread.
         prefix: First part of every key; stores with different prefixes share nothing.
         session_ttl: Seconds after its last write at which a session expires (``None``: never).
 
