@@ -40,16 +40,14 @@ from __future__ import annotations
 import copy
 import math
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, TypeVar
 
 import numpy as np
 
-from agentmem._sansio import Program, async_twin, blocking, drive, offload, twin
+from agentmem._sansio import Program, blocking, drive
 from agentmem.errors import ConfigurationError
-from agentmem.long_term._fusion import fused_search_program
-from agentmem.long_term.records import RecordFilter, Scope
-from agentmem.long_term.store import FusionPlan, ScoredRecord, SparseVector
+from agentmem.long_term.store import SparseVector
 from agentmem.stores.qdrant import _common as qc
 from agentmem.stores.qdrant._base import QdrantStoreBase
 
@@ -83,6 +81,7 @@ class InMemoryMemoryStore(QdrantStoreBase):
             msg = f"dimension must be a positive integer, got {dimension!r}"
             raise ConfigurationError(msg)
         self._dimension = dimension
+        self._generic_fusion = True
         self._points: dict[str, _Point] = {}
         self._lock = threading.RLock()
 
@@ -91,8 +90,6 @@ class InMemoryMemoryStore(QdrantStoreBase):
         with self._lock:
             self._closed = True
             self._points.clear()
-
-    aclose = offload(close)
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
@@ -110,21 +107,6 @@ class InMemoryMemoryStore(QdrantStoreBase):
         with self._lock:
             self._check_open()
             return drive(program)
-
-    @twin
-    def fused_search(
-        self,
-        scope: Scope,
-        filter: RecordFilter,
-        dense: Sequence[float],
-        sparse: SparseVector | None,
-        plan: FusionPlan,
-    ) -> Program[list[ScoredRecord]]:
-        """Run a hybrid-search plan with :meth:`search` and :meth:`get` (the generic
-        ``MemoryStore.fused_search``)."""
-        return (yield from fused_search_program(self, scope, filter, dense, sparse, plan))
-
-    afused_search = async_twin(fused_search)
 
     # -- the engine (its blocking requests run inline: see _session) ---------------------
 
@@ -167,14 +149,8 @@ class InMemoryMemoryStore(QdrantStoreBase):
     def _query(self, spec: qc.QuerySpec) -> Program[list[qc.Hit]]:
         return (yield from blocking(self._search, spec))
 
-    def _scroll(
-        self,
-        conds: tuple[qc.Condition, ...],
-        limit: int,
-        offset: str | None,
-        order: qc.OrderSpec | None,
-    ) -> Program[tuple[list[qc.Hit], str | None]]:
-        return (yield from blocking(self._page, conds, limit, offset, order))
+    def _scroll(self, spec: qc.ScrollSpec) -> Program[tuple[list[qc.Hit], str | None]]:
+        return (yield from blocking(self._page, spec))
 
     def _count(self, conds: tuple[qc.Condition, ...]) -> Program[int]:
         return len((yield from blocking(self._matching, conds)))
@@ -233,14 +209,9 @@ class InMemoryMemoryStore(QdrantStoreBase):
                 scored.append((i, sum(weights[t] * doc[t] for t in shared)))
         return _best(scored)
 
-    def _page(
-        self,
-        conds: tuple[qc.Condition, ...],
-        limit: int,
-        offset: str | None,
-        order: qc.OrderSpec | None,
-    ) -> tuple[list[qc.Hit], str | None]:
-        ids = self._matching(conds)
+    def _page(self, spec: qc.ScrollSpec) -> tuple[list[qc.Hit], str | None]:
+        ids = self._matching(spec.conditions)
+        limit, offset, order = spec.limit, spec.offset, spec.order
         if order is None:
             start = 0 if offset is None else sum(1 for i in ids if i < offset)
             page = ids[start : start + limit]

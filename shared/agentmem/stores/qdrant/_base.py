@@ -16,10 +16,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from types import TracebackType
 from typing import Any, Literal, TypeVar
 
-from agentmem._sansio import Program, async_twin, blocking, drive, twin
+from typing_extensions import Self
+
+from agentmem._sansio import Program, async_twin, blocking, drive, offload, twin
 from agentmem.errors import InvalidValueError, MemoryNotFoundError, StoreClosedError
+from agentmem.long_term._fusion import fused_search_program
 from agentmem.long_term.records import MemoryRecord, RecordFilter, Scope
 from agentmem.long_term.store import Boost, FusionPlan, ScoredRecord, SparseVector
 from agentmem.stores.qdrant import _common as qc
@@ -39,11 +43,31 @@ class QdrantStoreBase:
     _dimension: int
     _closed: bool = False
     _native_async: bool = False
+    #: Answer fusion plans with the generic program over search and get (stores whose
+    #: engine has no cheaper payload-free queries) instead of compiling them.
+    _generic_fusion: bool = False
 
     @property
     def dimension(self) -> int:
         """Size of the dense vectors of the collection."""
         return self._dimension
+
+    def close(self) -> None:
+        """Flush and release the store. Further use raises ``StoreClosedError``."""
+        raise NotImplementedError
+
+    aclose = offload(close)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
 
     # -- how operations run ------------------------------------------------------------
 
@@ -75,14 +99,9 @@ class QdrantStoreBase:
         """One search (see :class:`~agentmem.stores.qdrant._common.QuerySpec`)."""
         raise NotImplementedError
 
-    def _scroll(
-        self,
-        conds: tuple[qc.Condition, ...],
-        limit: int,
-        offset: str | None,
-        order: qc.OrderSpec | None,
-    ) -> Program[tuple[list[qc.Hit], str | None]]:
-        """A page of points matching ``conds`` and the next offset (or None)."""
+    def _scroll(self, spec: qc.ScrollSpec) -> Program[tuple[list[qc.Hit], str | None]]:
+        """A page of points (see :class:`~agentmem.stores.qdrant._common.ScrollSpec`) and
+        the id the next page starts at (or None)."""
         raise NotImplementedError
 
     def _count(self, conds: tuple[qc.Condition, ...]) -> Program[int]:
@@ -110,7 +129,7 @@ class QdrantStoreBase:
         missing = (qc.IsEmpty(qc.SPACE_FIELD),)
         done = 0
         while True:
-            page = yield from self._scroll(missing, 256, None, None)
+            page = yield from self._scroll(qc.ScrollSpec(missing, 256))
             if not page[0]:
                 return done
             patches = [
@@ -302,7 +321,7 @@ class QdrantStoreBase:
             raise InvalidValueError(msg)
         if order_by is None:
             start = None if offset is None else qc.validate_ids([offset])[0]
-            hits, nxt = yield from self._scroll(conds, limit, start, None)
+            hits, nxt = yield from self._scroll(qc.ScrollSpec(conds, limit, start))
             records = [qc.record_from_payload(h.id, h.payload) for h in hits]
             return records, None if nxt is None else str(nxt)
         if order_by not in ("created_ts", "last_accessed_ts"):
@@ -310,7 +329,7 @@ class QdrantStoreBase:
             raise InvalidValueError(msg)
         value, skip = (None, 0) if offset is None else qc.decode_cursor(offset, order_by)
         order = qc.OrderSpec(order_by, value)
-        rows, _ = yield from self._scroll(conds, limit + skip + 1, None, order)
+        rows, _ = yield from self._scroll(qc.ScrollSpec(conds, limit + skip + 1, None, order))
         rows = rows[skip:]
         page = rows[:limit]
         records = [qc.record_from_payload(h.id, h.payload) for h in page]
@@ -418,6 +437,8 @@ class QdrantStoreBase:
     ) -> Program[list[ScoredRecord]]:
         """Run a hybrid-search plan with payload-free Qdrant queries (see
         ``MemoryStore.fused_search``)."""
+        if self._generic_fusion:
+            return (yield from fused_search_program(self, scope, filter, dense, sparse, plan))
         steps = qdrant_fused_program(
             self._query, self._retrieve, scope, filter, dense, sparse, self._dimension, plan
         )

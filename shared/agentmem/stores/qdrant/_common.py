@@ -44,6 +44,7 @@ __all__ = [
     "PointData",
     "QuerySpec",
     "Range",
+    "ScrollSpec",
     "boost_terms",
     "build_conditions",
     "check_dimension",
@@ -156,6 +157,17 @@ class OrderSpec:
 
     key: str
     start: float | None = None
+
+
+@dataclass(frozen=True)
+class ScrollSpec:
+    """One page of a scroll: points matching ``conditions``, at most ``limit``, from id
+    ``offset`` (inclusive) in id order, or ordered as ``order`` says."""
+
+    conditions: tuple[Condition, ...]
+    limit: int
+    offset: str | None = None
+    order: OrderSpec | None = None
 
 
 class PointData(NamedTuple):

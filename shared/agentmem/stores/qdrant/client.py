@@ -24,7 +24,6 @@ Example:
 from __future__ import annotations
 
 import threading
-from types import TracebackType
 from typing import Any, TypeVar, cast
 
 from qdrant_client import AsyncQdrantClient, QdrantClient
@@ -154,17 +153,6 @@ class QdrantClientStore(QdrantStoreBase):
         if self._owns_async and self._async is not None:
             await self._async.close()
 
-    def __enter__(self) -> QdrantClientStore:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
         name, dim = self._collection, self._dimension
@@ -209,17 +197,12 @@ class QdrantClientStore(QdrantStoreBase):
             "limit": spec.limit,
         }
 
-    def _scroll_kwargs(
-        self,
-        conds: tuple[qc.Condition, ...],
-        limit: int,
-        offset: str | None,
-        order: qc.OrderSpec | None,
-    ) -> dict[str, Any]:
+    def _scroll_kwargs(self, spec: qc.ScrollSpec) -> dict[str, Any]:
+        order = spec.order
         return {
-            "scroll_filter": _filter(conds),
-            "limit": limit,
-            "offset": offset,
+            "scroll_filter": _filter(spec.conditions),
+            "limit": spec.limit,
+            "offset": spec.offset,
             "with_payload": True,
             "with_vectors": False,
             "order_by": None
@@ -285,15 +268,9 @@ class QdrantClientStore(QdrantStoreBase):
         )
         return _hits(res.points)
 
-    def _scroll(
-        self,
-        conds: tuple[qc.Condition, ...],
-        limit: int,
-        offset: str | None,
-        order: qc.OrderSpec | None,
-    ) -> Program[tuple[list[qc.Hit], str | None]]:
+    def _scroll(self, spec: qc.ScrollSpec) -> Program[tuple[list[qc.Hit], str | None]]:
         c, ac = self._client, self._aclient
-        kwargs = self._scroll_kwargs(conds, limit, offset, order)
+        kwargs = self._scroll_kwargs(spec)
         rows, nxt = yield from call(c.scroll, ac.scroll, self._collection, **kwargs)
         return _rows(rows), None if nxt is None else str(nxt)
 

@@ -48,13 +48,12 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from types import TracebackType
 from typing import IO, Any, TypeVar
 
 import numpy as np
 import qdrant_edge as qe
 
-from agentmem._sansio import Program, blocking, offload
+from agentmem._sansio import Program, blocking
 from agentmem.errors import ConfigurationError, StoreClosedError, StoreError, StoreLockedError
 from agentmem.long_term.store import DENSE_VECTOR, SPARSE_VECTOR
 from agentmem.stores.qdrant import _common as qc
@@ -228,19 +227,6 @@ class QdrantEdgeStore(QdrantStoreBase):
             if deadline is not None and time.monotonic() >= deadline:
                 return
 
-    aclose = offload(close)
-
-    def __enter__(self) -> QdrantEdgeStore:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
         return f"QdrantEdgeStore({str(self._path)!r}, dimension={self._dimension}, {state})"
@@ -398,22 +384,17 @@ class QdrantEdgeStore(QdrantStoreBase):
         points = yield from blocking(self._shard.query, _query_request(spec))
         return [qc.Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in points]
 
-    def _scroll(
-        self,
-        conds: tuple[qc.Condition, ...],
-        limit: int,
-        offset: str | None,
-        order: qc.OrderSpec | None,
-    ) -> Program[tuple[list[qc.Hit], str | None]]:
+    def _scroll(self, spec: qc.ScrollSpec) -> Program[tuple[list[qc.Hit], str | None]]:
+        order = spec.order
         order_by = (
             None
             if order is None
             else qe.OrderBy(order.key, direction=qe.Direction.Desc, start_from=order.start)
         )
         request = qe.ScrollRequest(
-            offset=offset,
-            limit=limit,
-            filter=_filter(conds),
+            offset=spec.offset,
+            limit=spec.limit,
+            filter=_filter(spec.conditions),
             with_payload=True,
             with_vector=False,
             order_by=order_by,
