@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import multiprocessing
 import os
@@ -16,6 +17,9 @@ from hypothesis import strategies as st
 
 from agentmem import MemoryManager
 from agentmem.context import ContextBudgetError
+from agentmem.controller import DEFAULT_MODEL, ManagerBuilder, ManagerConfig
+from agentmem.controller.scheduler import PENDING_STATE_KEY
+from agentmem.errors import ConfigurationError
 from agentmem.long_term import LongTermMemory, RecordFilter
 from agentmem.stores.qdrant.edge import QdrantEdgeStore
 from agentmem.stores.sqlite import SQLiteSessionStore
@@ -51,7 +55,7 @@ class Home:
         sessions = SQLiteSessionStore(self.root / "sessions.db")
         store = QdrantEdgeStore(self.root / "long_term", dimension=256)
         long_term = LongTermMemory(store=store, embedder=HashingEmbedder(256), user_id="alice")
-        manager = MemoryManager.from_parts(
+        return MemoryManager.from_parts(
             user_id="alice",
             session_id=session_id,
             sessions=sessions,
@@ -60,7 +64,6 @@ class Home:
             on_close=[store.close, sessions.close],  # closed like MemoryManager.open's
             **kw,  # type: ignore[arg-type]
         )
-        return manager
 
 
 @pytest.fixture
@@ -298,7 +301,7 @@ def _crash_during_consolidation(root: str) -> None:
             os.kill(os.getpid(), signal.SIGKILL)
         return result
 
-    mem.consolidator.resolver.write = write_then_die  # type: ignore[method-assign]
+    mem.consolidator.resolver.write = write_then_die  # type: ignore[assignment]
     mem.consolidate()
 
 
@@ -417,13 +420,63 @@ def test_a_replay_after_a_crash_does_not_reinforce_twice(home: Home) -> None:
                 raise RuntimeError("simulated crash")
             return original(memory, record)  # type: ignore[arg-type]
 
-        resolver.write = crash_on_second  # type: ignore[method-assign]
+        resolver.write = crash_on_second  # type: ignore[assignment]
         with pytest.raises(RuntimeError, match="simulated crash"):
             mem.consolidate()
-        resolver.write = original  # type: ignore[method-assign]
+        resolver.write = original
         report = mem.consolidate()
         assert report.skipped == 1
         assert [d.action for d in report.decisions] == ["add"]
         [hit] = mem.recall("green tea", top_k=1, touch=False)
         assert hit.record.content == tea
         assert hit.record.access_count == 1  # reinforced once, not twice
+
+
+def test_on_close_runs_once_whichever_close_is_called(tmp_path: Path) -> None:
+    sessions = SQLiteSessionStore(tmp_path / "sessions.db")
+    store = QdrantEdgeStore(tmp_path / "lt", dimension=32)
+    long_term = LongTermMemory(store=store, embedder=HashingEmbedder(32), user_id="alice")
+    closed: list[str] = []
+    mem = MemoryManager.from_parts(
+        user_id="alice",
+        sessions=sessions,
+        long_term=long_term,
+        on_close=[lambda: closed.append("lt"), lambda: closed.append("sessions")],
+    )
+    mem.close()
+    mem.close()
+    asyncio.run(mem.aclose())
+    assert closed == ["lt", "sessions"]
+    store.close()
+    sessions.close()
+
+
+def test_user_mismatch_is_refused_by_the_builder(home: Home) -> None:
+    with home.manager("s1") as mem:
+        builder = ManagerBuilder(ManagerConfig(), sessions=mem.short_term.store)
+        with pytest.raises(ConfigurationError, match="differs"):
+            builder.build(mem.long_term, user_id="bob")
+        other = builder.build(mem.long_term)  # a new session of the memory's user
+        assert other.user_id == "alice"
+        assert other.session_id.startswith("alice-")
+        assert other.token_counter.model == DEFAULT_MODEL
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_the_threshold_triggers_one_consolidation_in_both_modes(home: Home, mode: str) -> None:
+    with home.manager("s1", None, consolidate_every_tokens=40) as mem:
+        assert mem.consolidate_every_tokens == mem.scheduler.every_tokens == 40
+        reports = []
+        for i in range(4):
+            turn = (f"I like topic number {i}", "ok")
+            if mode == "sync":
+                reports.append(mem.process_interaction(*turn))
+            else:
+                reports.append(asyncio.run(mem.aprocess_interaction(*turn)))
+        ran = [r for r in reports if r is not None]
+        assert ran  # the threshold was crossed at least once
+        assert all(r.error is None for r in ran)
+        state = mem.short_term.store.get_state("s1", PENDING_STATE_KEY)
+        assert state is not None
+        assert state["pending_tokens"] < 40  # reset by each run
+        assert mem.long_term.store.count(mem.long_term.scope) == sum(r.written for r in ran)

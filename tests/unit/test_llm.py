@@ -12,8 +12,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 
+from agentmem._sansio import Program, adrive, drive
 from agentmem.errors import ConfigurationError, LLMOutputError, LLMTimeoutError
-from agentmem.llm import ChatModel, StructuredChatModel, acomplete_json, complete_json
+from agentmem.llm import (
+    ChatModel,
+    StructuredChatModel,
+    acomplete_json,
+    complete_json,
+    complete_json_program,
+)
 from agentmem.llm.openai import OpenAIChatModel
 from agentmem.types import Message
 from tests.fakes import ScriptedChatModel
@@ -321,3 +328,18 @@ def test_openai_missing_credentials_is_a_clear_error(monkeypatch: pytest.MonkeyP
 def test_openai_bad_options_are_rejected(kwargs: dict[str, Any]) -> None:
     with pytest.raises(ConfigurationError):
         OpenAIChatModel(**kwargs)
+
+
+@both
+async def test_complete_json_program_composes_into_a_larger_program(mode: str) -> None:
+    llm = ScriptedChatModel(["not json", GOOD, GOOD])
+
+    def two_answers() -> Program[list[BaseModel]]:
+        first = yield from complete_json_program(llm, ASK, Memory)
+        second = yield from complete_json_program(llm, ASK, Memory, max_retries=0)
+        return [first, second]
+
+    program = two_answers()
+    answers = drive(program) if mode == "sync" else await adrive(program)
+    assert answers == [EXPECTED, EXPECTED]
+    assert len(llm.calls) == 3  # one retry in the first, none in the second
