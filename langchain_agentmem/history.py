@@ -37,7 +37,7 @@ from agentmem.errors import ConfigurationError
 from agentmem.llm import ChatModel
 from agentmem.short_term.summary import SummaryBufferMemory
 from agentmem.stores.base import SessionStore
-from agentmem.tokens import TokenCounter
+from agentmem.tokens import DEFAULT_MODEL, TokenCounter
 from langchain_agentmem._convert import ContentPolicy, from_langchain, to_langchain_all
 from langchain_agentmem.adapters import LangChainChatModel
 
@@ -70,7 +70,7 @@ class AgentMemoryChatHistory(BaseChatMessageHistory):
         store: SessionStore | None = None,
         llm: BaseChatModel | ChatModel | None = None,
         max_tokens: int = 2000,
-        model: str = "gpt-4o",
+        model: str = DEFAULT_MODEL,
         view: View = "budgeted",
         content_blocks: ContentPolicy = "keep",
         memory: SummaryBufferMemory | None = None,

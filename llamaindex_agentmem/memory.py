@@ -41,6 +41,7 @@ from agentmem.errors import ConfigurationError
 from agentmem.llm import ChatModel
 from agentmem.long_term.store import ScoredRecord
 from agentmem.service import MemoryService
+from agentmem.tokens import DEFAULT_MODEL
 from agentmem.types import Message
 from llamaindex_agentmem._convert import from_agentmem, text_of, to_agentmem_many
 from llamaindex_agentmem.adapters import as_chat_model, as_embedder
@@ -147,7 +148,7 @@ class AgentMemory(BaseMemory):
         home: str | Path | None = None,
         llm: LLM | ChatModel | None = None,
         embed_model: BaseEmbedding | Embedder | None = None,
-        model: str = "gpt-4o",
+        model: str = DEFAULT_MODEL,
         token_limit: int = 3000,
         top_k: int = 5,
         consolidate_every_tokens: int | None = 2000,
