@@ -14,10 +14,11 @@ guard (:meth:`QdrantStoreBase._drive`: Edge's mutex, the local-mode lock).
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Literal, TypeVar
+from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 
 from typing_extensions import Self
 
@@ -34,7 +35,20 @@ __all__ = ["QdrantStoreBase"]
 logger = logging.getLogger("agentmem.long_term")
 
 T = TypeVar("T")
+S = TypeVar("S", bound="QdrantStoreBase")
+P = ParamSpec("P")
 OrderKey = Literal["created_ts", "last_accessed_ts"]
+
+
+def _operation(steps: Callable[Concatenate[S, P], Program[T]]) -> twin[S, P, T]:
+    """A public operation of a store: ``steps`` run as one session (see
+    :meth:`QdrantStoreBase._session`), exposed with :class:`~agentmem._sansio.twin`."""
+
+    @functools.wraps(steps)
+    def program(self: S, /, *args: P.args, **kwargs: P.kwargs) -> Program[T]:
+        return (yield from self._session(steps(self, *args, **kwargs)))
+
+    return twin(program)
 
 
 class QdrantStoreBase:
@@ -138,14 +152,16 @@ class QdrantStoreBase:
             yield from self._set_payload(patches)
             done += len(patches)
 
-    # -- operations (generators) -------------------------------------------------------
+    # -- public API: each operation one program, run as one session ---------------------
 
-    def _upsert_steps(
+    @_operation
+    def upsert(
         self,
         records: Sequence[MemoryRecord],
         dense: Sequence[Sequence[float]],
         sparse: Sequence[SparseVector],
     ) -> Program[None]:
+        """Insert or replace records with their vectors (all three sequences aligned)."""
         if not len(records) == len(dense) == len(sparse):
             msg = (
                 f"upsert needs one dense and one sparse vector per record; got "
@@ -191,19 +207,25 @@ class QdrantStoreBase:
         found = {h.id: h for h in hits if qc.in_scope(h.payload, scope)}
         return [found[i] for i in wanted if i in found]
 
-    def _get_steps(self, scope: Scope, ids: Sequence[str]) -> Program[list[MemoryRecord]]:
+    @_operation
+    def get(self, scope: Scope, ids: Sequence[str]) -> Program[list[MemoryRecord]]:
+        """Records with these ids inside ``scope``, in the order of ``ids``; others skipped."""
         hits = yield from self._in_scope_steps(scope, ids)
         return [qc.record_from_payload(h.id, h.payload) for h in hits]
 
-    def _delete_steps(self, scope: Scope, ids: Sequence[str]) -> Program[int]:
+    @_operation
+    def delete(self, scope: Scope, ids: Sequence[str]) -> Program[int]:
+        """Delete records with these ids inside ``scope``; returns how many existed."""
         hits = yield from self._in_scope_steps(scope, ids)
         if hits:
             yield from self._delete_points([h.id for h in hits])
         return len(hits)
 
-    def _set_fields_steps(
+    @_operation
+    def set_fields(
         self, scope: Scope, ids: Sequence[str], fields: Mapping[str, Any]
     ) -> Program[None]:
+        """Patch record fields of records inside ``scope`` (see ``MemoryStore.set_fields``)."""
         hits = yield from self._in_scope_steps(scope, ids)
         found = {h.id for h in hits}
         missing = [i for i in qc.validate_ids(ids) if i not in found]
@@ -214,19 +236,21 @@ class QdrantStoreBase:
         if patches and fields:
             yield from self._set_payload(patches)
 
-    def _search_steps(
+    @_operation
+    def search(
         self,
         scope: Scope,
         *,
-        dense: Sequence[float] | None,
-        sparse: SparseVector | None,
-        filter: RecordFilter | None,
-        limit: int,
-        candidates: int,
-        boost: Boost | None,
-        exact: bool,
-        explain: bool,
+        dense: Sequence[float] | None = None,
+        sparse: SparseVector | None = None,
+        filter: RecordFilter | None = None,
+        limit: int = 10,
+        candidates: int = 50,
+        boost: Boost | None = None,
+        exact: bool = False,
+        explain: bool = False,
     ) -> Program[list[ScoredRecord]]:
+        """Top ``limit`` records in ``scope`` matching ``filter``, best first."""
         if dense is None and sparse is None:
             msg = "search needs a query vector: pass dense=, sparse= or both"
             raise InvalidValueError(msg)
@@ -306,15 +330,17 @@ class QdrantStoreBase:
             comp["final"] = h.score
         return parts
 
-    def _scroll_steps(
+    @_operation
+    def scroll(
         self,
         scope: Scope,
         *,
-        filter: RecordFilter | None,
-        limit: int,
-        offset: str | None,
-        order_by: OrderKey | None,
+        filter: RecordFilter | None = None,
+        limit: int = 256,
+        offset: str | None = None,
+        order_by: OrderKey | None = None,
     ) -> Program[tuple[list[MemoryRecord], str | None]]:
+        """A page of records in ``scope`` and the next offset (or None)."""
         conds = qc.build_conditions(scope, filter)
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             msg = f"limit must be a positive integer, got {limit!r}"
@@ -345,88 +371,12 @@ class QdrantStoreBase:
             same += skip
         return records, qc.encode_cursor(order_by, last, same)
 
-    def _count_steps(self, scope: Scope, filter: RecordFilter | None) -> Program[int]:
-        return (yield from self._count(qc.build_conditions(scope, filter)))
-
-    # -- public API --------------------------------------------------------------------
-
-    @twin
-    def upsert(
-        self,
-        records: Sequence[MemoryRecord],
-        dense: Sequence[Sequence[float]],
-        sparse: Sequence[SparseVector],
-    ) -> Program[None]:
-        """Insert or replace records with their vectors (all three sequences aligned)."""
-        return (yield from self._session(self._upsert_steps(records, dense, sparse)))
-
-    @twin
-    def get(self, scope: Scope, ids: Sequence[str]) -> Program[list[MemoryRecord]]:
-        """Records with these ids inside ``scope``, in the order of ``ids``; others skipped."""
-        return (yield from self._session(self._get_steps(scope, ids)))
-
-    @twin
-    def delete(self, scope: Scope, ids: Sequence[str]) -> Program[int]:
-        """Delete records with these ids inside ``scope``; returns how many existed."""
-        return (yield from self._session(self._delete_steps(scope, ids)))
-
-    @twin
-    def set_fields(
-        self, scope: Scope, ids: Sequence[str], fields: Mapping[str, Any]
-    ) -> Program[None]:
-        """Patch record fields of records inside ``scope`` (see ``MemoryStore.set_fields``)."""
-        return (yield from self._session(self._set_fields_steps(scope, ids, fields)))
-
-    @twin
-    def search(
-        self,
-        scope: Scope,
-        *,
-        dense: Sequence[float] | None = None,
-        sparse: SparseVector | None = None,
-        filter: RecordFilter | None = None,
-        limit: int = 10,
-        candidates: int = 50,
-        boost: Boost | None = None,
-        exact: bool = False,
-        explain: bool = False,
-    ) -> Program[list[ScoredRecord]]:
-        """Top ``limit`` records in ``scope`` matching ``filter``, best first."""
-        steps = self._search_steps(
-            scope,
-            dense=dense,
-            sparse=sparse,
-            filter=filter,
-            limit=limit,
-            candidates=candidates,
-            boost=boost,
-            exact=exact,
-            explain=explain,
-        )
-        return (yield from self._session(steps))
-
-    @twin
-    def scroll(
-        self,
-        scope: Scope,
-        *,
-        filter: RecordFilter | None = None,
-        limit: int = 256,
-        offset: str | None = None,
-        order_by: OrderKey | None = None,
-    ) -> Program[tuple[list[MemoryRecord], str | None]]:
-        """A page of records in ``scope`` and the next offset (or None)."""
-        steps = self._scroll_steps(
-            scope, filter=filter, limit=limit, offset=offset, order_by=order_by
-        )
-        return (yield from self._session(steps))
-
-    @twin
+    @_operation
     def count(self, scope: Scope, *, filter: RecordFilter | None = None) -> Program[int]:
         """How many records in ``scope`` match ``filter``."""
-        return (yield from self._session(self._count_steps(scope, filter)))
+        return (yield from self._count(qc.build_conditions(scope, filter)))
 
-    @twin
+    @_operation
     def fused_search(
         self,
         scope: Scope,
@@ -439,10 +389,11 @@ class QdrantStoreBase:
         ``MemoryStore.fused_search``)."""
         if self._generic_fusion:
             return (yield from fused_search_program(self, scope, filter, dense, sparse, plan))
-        steps = qdrant_fused_program(
-            self._query, self._retrieve, scope, filter, dense, sparse, self._dimension, plan
+        return (
+            yield from qdrant_fused_program(
+                self._query, self._retrieve, scope, filter, dense, sparse, self._dimension, plan
+            )
         )
-        return (yield from self._session(steps))
 
     aupsert = async_twin(upsert)
     aget = async_twin(get)
