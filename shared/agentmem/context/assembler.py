@@ -246,6 +246,7 @@ def assemble_context(
     hits = list(given.recalled.hits) if given.recalled is not None else []
     share = given.recalled.share if given.recalled is not None else 0.0
     lines = _Lines(counter)
+    summary = render_summary(given.summary.text) if given.summary and given.summary.text else ""
     # Pack the recalled memories, the summary, then the history into what is left. A memory
     # whose source messages all made it into the history would show the same thing twice:
     # drop it and pack again, never letting the memories grow past their previous size, so
@@ -261,10 +262,8 @@ def assemble_context(
         recalled = lines.fit(request, candidates, limit)
         if recalled:
             request.sections["long_term"] = lines.block(recalled)
-        if given.summary is not None and given.summary.text:
-            summary = render_summary(given.summary.text)
-            if request.total({"summary": summary}) <= max_tokens:
-                request.sections["summary"] = summary
+        if summary and request.total({"summary": summary}) <= max_tokens:
+            request.sections["summary"] = summary
         history.fill()
         shown = {m.id for m in history.messages}
         covered = {id(h) for h in recalled if _shown_in(h, shown)}
@@ -280,7 +279,7 @@ def assemble_context(
         omitted["long_term_in_recent"] = duplicates
     if history.omitted:
         omitted["recent"] = history.omitted
-    if given.summary is not None and given.summary.text and "summary" not in request.sections:
+    if summary and "summary" not in request.sections:
         omitted["summary"] = 1
     return _built(request, history, recalled, omitted, max_tokens)
 
