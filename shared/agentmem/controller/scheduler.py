@@ -6,12 +6,12 @@ session shares the count), runs a consolidation once ``every_tokens`` is reached
 in the background), and runs one session's consolidations one at a time (a process-wide
 lock per session, taken alike by threads and asyncio tasks).
 
-``ConsolidationQueue``: one bounded queue and worker pool for background consolidation.
-
-A :class:`~agentmem.MemoryService` owns one for all its users; a manager opened on its own
-owns a private one. Jobs are keyed by session: a session already waiting in the queue is not
-queued twice (the one run catches up on everything recorded so far), and one session is
-never consolidated by two workers at once (managers take the session's process-wide lock).
+:class:`ConsolidationQueue` is one bounded queue and worker pool for background
+consolidation. A :class:`~agentmem.MemoryService` owns one for all its users; a manager
+opened on its own owns a private one (made by its scheduler on first use). Jobs are keyed
+by session: a session already waiting in the queue is not queued twice (the one run catches
+up on everything recorded so far), and one session is never consolidated by two workers at
+once (schedulers take the session's process-wide lock).
 
 Backpressure: when ``max_pending`` sessions are already waiting, :meth:`~ConsolidationQueue.submit`
 does not block the caller and does not queue the job; it returns ``None`` and logs at
@@ -63,6 +63,9 @@ logger = logging.getLogger(__name__)
 
 
 _STOP = object()
+
+PENDING_STATE_KEY = "manager"
+"""Session-state key of the tokens recorded since the session's last consolidation."""
 
 
 class ConsolidationQueue:
@@ -165,10 +168,6 @@ class ConsolidationQueue:
                     self._queue.put(_STOP)
         for thread in threads:
             thread.join(timeout)
-
-
-PENDING_STATE_KEY = "manager"
-"""Session-state key of the tokens recorded since the session's last consolidation."""
 
 
 class ConsolidationScheduler:
