@@ -133,8 +133,11 @@ class ViewBlock:
     O(history): the short-term memory tokenizes each message once.
 
     Example:
-        >>> ViewBlock(lambda n: None).key  # doctest: +SKIP
-        'recent'
+        >>> from agentmem import ConversationBufferMemory
+        >>> memory = ConversationBufferMemory()
+        >>> block = ViewBlock(lambda n: memory.get_view(max_tokens=n))
+        >>> block.key, block.view_for(100).messages
+        ('recent', [])
     """
 
     view_for: Callable[[int], ShortTermView]
