@@ -20,6 +20,7 @@ from agentmem.long_term import (
     RecordFilter,
     SemanticMemory,
 )
+from agentmem.stores.in_memory import InMemoryMemoryStore
 from agentmem.stores.qdrant.edge import QdrantEdgeStore
 from tests.fakes import HashingEmbedder
 
@@ -237,3 +238,39 @@ def test_a_memory_id_can_never_move_to_another_user(store: QdrantEdgeStore) -> N
     assert alice.get_memory(secret.id).content == "Alice's PIN is 1234"
     with pytest.raises(MemoryNotFoundError):
         bob.get_memory(secret.id)
+
+
+@pytest.mark.parametrize("backend", ["edge", "memory"])
+async def test_tier_api_for_the_controller(store: QdrantEdgeStore, backend: str) -> None:
+    # Everything the controller needs goes through the tier, in both modes.
+    memory = make(store if backend == "edge" else InMemoryMemoryStore(dimension=64))
+    bob = make(memory.store, "bob")
+    old = memory.store_memory("Alice lives in Paris", "semantic")
+    new = await memory.astore_memory("Alice lives in Berlin", "semantic")
+    theirs = bob.store_memory("Bob lives in Rome", "semantic")
+    assert memory.get_records([new.id, theirs.id, old.id]) == [new, old]
+    assert await memory.aget_records([old.id]) == [old]
+    assert memory.get_records([]) == []
+
+    memory.update_fields([old.id], {"access_count": 3})
+    await memory.aupdate_fields([new.id], {"pinned": True})
+    with pytest.raises(MemoryNotFoundError):
+        memory.update_fields([theirs.id], {"pinned": True})
+    assert (memory.get_memory(old.id).access_count, memory.get_memory(new.id).pinned) == (3, True)
+
+    memory.supersede_memory(old.id, new)
+    ended = memory.get_memory(old.id)
+    assert (ended.valid_to, ended.superseded_by, ended.is_current) == (
+        new.created_at,
+        new.id,
+        False,
+    )
+    assert memory.count_memories() == await memory.acount_memories() == 1
+    assert memory.count_memories(RecordFilter(include_history=True)) == 2
+
+    page, offset = memory.scroll_records(RecordFilter(include_history=True), limit=1)
+    rest, end = await memory.ascroll_records(RecordFilter(include_history=True), offset=offset)
+    assert {r.id for r in page + rest} == {old.id, new.id}
+    assert end is None
+    with pytest.raises(InvalidValueError):
+        memory.get_records(["not-a-uuid"])

@@ -1,4 +1,5 @@
-"""The long-term store protocol, implemented by the Qdrant Edge and qdrant-client backends.
+"""The long-term store protocol, implemented by the Qdrant Edge and qdrant-client backends
+(:mod:`agentmem.stores.qdrant`) and by :class:`~agentmem.stores.in_memory.InMemoryMemoryStore`.
 
 One collection schema for every backend:
 
@@ -122,7 +123,17 @@ FusionPlan: TypeAlias = Generator[FusionRequest, Any, list[ScoredRecord]]
 # isinstance() checks, which typing's does on Python < 3.12.
 @runtime_checkable
 class MemoryStore(Protocol):
-    """Scoped storage and search of long-term memories, with async twins."""
+    """Scoped storage and search of long-term memories, with async twins.
+
+    Each method ``x`` has a twin ``ax`` with the same parameters that returns an awaitable
+    of the same result (a coroutine method, or the ``agentmem._sansio`` ``async_twin`` /
+    ``offload`` of ``x``). Tiers reach a store only through this protocol.
+
+    Example:
+        >>> from agentmem.stores.in_memory import InMemoryMemoryStore
+        >>> isinstance(InMemoryMemoryStore(dimension=4), MemoryStore)
+        True
+    """
 
     @property
     def dimension(self) -> int:
