@@ -480,3 +480,17 @@ def test_the_threshold_triggers_one_consolidation_in_both_modes(home: Home, mode
         assert state is not None
         assert state["pending_tokens"] < 40  # reset by each run
         assert mem.long_term.store.count(mem.long_term.scope) == sum(r.written for r in ran)
+
+
+def test_managers_opened_on_one_home_release_only_their_own_share(tmp_path: Path) -> None:
+    embedder = HashingEmbedder(64)
+    one = MemoryManager.open(user_id="alice", home=tmp_path, embedder=embedder)
+    two = MemoryManager.open(user_id="bob", home=tmp_path, embedder=embedder)
+    assert one.long_term.store is two.long_term.store
+    one.long_term.close()  # gives back alice's share only
+    one.close()
+    two.remember("Bob sails on weekends")
+    assert [h.record.content for h in two.recall("sails")] == ["Bob sails on weekends"]
+    two.close()
+    with MemoryManager.open(user_id="bob", home=tmp_path, embedder=embedder) as again:
+        assert again.long_term.count_memories() == 1

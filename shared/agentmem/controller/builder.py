@@ -102,16 +102,18 @@ class ManagerBuilder:
         leases = acquire_stores(BackendConfig.resolve(home), dimension=embedder.dimension)
         try:
             builder = cls(config, sessions=leases.sessions.value, llm=llm)
+            # The memory holds the store's share (closing it never closes a shared store).
             long_term = LongTermMemory(
                 store=leases.memories.value,
                 embedder=embedder,
                 user_id=user_id,
                 ranking=config.ranking,
+                on_close=leases.memories.release,
             )
             return builder.build(
                 long_term,
                 session_id=session_id,
-                on_close=[leases.release],
+                on_close=[long_term.close, leases.sessions.release],
                 manager_class=manager_class,
             )
         except BaseException:
