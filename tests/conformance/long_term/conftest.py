@@ -5,6 +5,7 @@ and mode.
   store's methods, or the same calls awaiting its async twins (see ``AsyncFace``);
 * ``memory_spec``: where a backend keeps its memories (param: ``memory`` =
   ``InMemoryMemoryStore``, ``edge`` on a temp dir, ``local`` = ``QdrantClient(":memory:")``,
+  ``native`` = that with a (test) async client, so async twins run natively,
   ``server`` when ``QDRANT_URL`` is set: one collection per test, dropped afterwards);
 * ``memory_store``: an open store of dimension ``DIM`` on that spec, closed after the test.
 """
@@ -24,7 +25,7 @@ from tests.conformance.long_term.memory_store_backends import MODES, MemorySpec
 
 def _params() -> list[Any]:
     # Like langchain-qdrant's qdrant_locations(): the server only when QDRANT_URL is set.
-    params: list[Any] = ["memory", "edge", "local"]
+    params: list[Any] = ["memory", "edge", "local", "native"]
     if os.environ.get("QDRANT_URL"):
         params.append(pytest.param("server", marks=pytest.mark.integration))
     return params

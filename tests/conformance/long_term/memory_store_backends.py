@@ -2,7 +2,9 @@
 
 :class:`MemorySpec` says where a backend keeps its memories (``memory`` =
 :class:`~agentmem.stores.in_memory.InMemoryMemoryStore`, ``edge`` on a temp dir, ``local`` =
-``QdrantClient(":memory:")``, ``server`` = ``QDRANT_URL``, one collection per test) and in
+``QdrantClient(":memory:")``, ``native`` = the same with its async twins run natively on an
+async client (:class:`AsyncOverSync`), ``server`` = ``QDRANT_URL``, one collection per test)
+and in
 which mode the test calls it: ``sync`` gives the store itself, ``async`` an
 :class:`AsyncFace` whose sync names await the store's async twins (``store.search(...)`` is
 ``await store.asearch(...)``) on a background event loop. The fixtures in ``conftest.py``
@@ -35,6 +37,7 @@ __all__ = [
     "DIM",
     "MODES",
     "AsyncFace",
+    "AsyncOverSync",
     "MemorySpec",
     "mem",
     "put",
@@ -87,6 +90,22 @@ class AsyncFace:
         return run
 
 
+class AsyncOverSync:
+    """An async qdrant client over a sync one (local mode has no shared async client): each
+    method awaits the sync client's, so a store given it runs its native async path."""
+
+    def __init__(self, client: QdrantClient) -> None:
+        self._client = client
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._client, name)
+
+        async def run(*args: Any, **kwargs: Any) -> Any:
+            return method(*args, **kwargs)
+
+        return run
+
+
 @dataclass
 class MemorySpec:
     """How to open (and reopen) one backend's store."""
@@ -102,7 +121,7 @@ class MemorySpec:
     def reopenable(self) -> bool:
         if self.backend == "memory":
             return False
-        return self.backend != "local" or self.client is not None
+        return self.backend not in ("local", "native") or self.client is not None
 
     def open(self, dimension: int = DIM) -> MemoryStore:
         """A store on this spec, called in its mode."""
@@ -114,10 +133,14 @@ class MemorySpec:
             return InMemoryMemoryStore(dimension=dimension)
         if self.backend == "edge":
             return QdrantEdgeStore(self.path or Path("."), dimension=dimension)
-        if self.backend == "local":
+        if self.backend in ("local", "native"):
             if self.client is None:
                 self.client = QdrantClient(":memory:")
-            return QdrantClientStore(self.client, collection=self.collection, dimension=dimension)
+            store = QdrantClientStore(self.client, collection=self.collection, dimension=dimension)
+            if self.backend == "native":
+                store._async = cast("Any", AsyncOverSync(self.client))
+                store._native_async = True
+            return store
         return QdrantClientStore(url=self.url, collection=self.collection, dimension=dimension)
 
     def drop(self) -> None:
