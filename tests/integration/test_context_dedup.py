@@ -109,3 +109,36 @@ def test_retriever_leaves_out_memories_of_the_recent_turns(manager: MemoryManage
     few = MemoryRetriever(manager.long_term, short_term=manager.short_term, recent_turns=2)
     context = few.retrieve_relevant_context("tabs alpha1", "hybrid")
     assert any("alpha1" in h.record.content for h in context.memories)
+
+
+async def test_build_context_reads_the_log_only_through_the_view(
+    manager: MemoryManager, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hybrid strategy renders nothing build_context renders again: no copy of the whole
+    log, no retrieved-context items, working memory rendered once (sync and async)."""
+    for user, assistant in [*FACTS, *FILLER[:10]]:
+        manager.process_interaction(user, assistant)
+    manager.consolidate()
+    manager.update_working_memory("goal", "answer about indentation")
+    renders: list[int | None] = []
+    original = manager.working.get_context_for_llm
+
+    def render(max_tokens: int | None = None) -> str:
+        renders.append(max_tokens)
+        return original(max_tokens)
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("build_context must not call this")
+
+    monkeypatch.setattr(manager.short_term, "get_log", refuse)
+    monkeypatch.setattr(manager.short_term, "aget_log", refuse)
+    monkeypatch.setattr(manager.retriever, "retrieve_relevant_context", refuse)
+    monkeypatch.setattr(manager.retriever, "aretrieve_relevant_context", refuse)
+    monkeypatch.setattr(manager.working, "get_context_for_llm", render)
+    built = manager.build_context("What do I indent with, tabs?", max_tokens=1500)
+    assert renders == [300]  # the working memory's share of 1500, rendered once
+    assert "answer about indentation" in built.text
+    assert sum(built.ledger.values()) == built.token_count <= 1500
+    again = await manager.abuild_context("What do I indent with, tabs?", max_tokens=1500)
+    assert again.messages == built.messages
+    assert renders == [300]  # the async path rendered through aget_context_for_llm
