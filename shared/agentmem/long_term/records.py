@@ -25,7 +25,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from agentmem.stores.base import validate_session_id
+from agentmem._session_ids import validate_session_id
 from agentmem.types import utcnow
 
 __all__ = [

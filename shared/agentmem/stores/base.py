@@ -24,15 +24,15 @@ Example:
 
 from __future__ import annotations
 
-import re
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Sequence
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from agentmem._closing import ClosesOnExit
 from agentmem._sansio import offload
+from agentmem._session_ids import MAX_SESSION_ID_LENGTH, validate_session_id
 from agentmem._storable import MAX_DOCUMENT_DEPTH, check_storable_text, json_text
-from agentmem.errors import InvalidMessageError, InvalidSessionIdError, InvalidValueError
+from agentmem.errors import InvalidMessageError, InvalidValueError
 from agentmem.types import Message
 
 __all__ = [
@@ -45,34 +45,6 @@ __all__ = [
     "dump_state",
     "validate_session_id",
 ]
-
-MAX_SESSION_ID_LENGTH = 256
-_SESSION_ID = re.compile(r"[A-Za-z0-9_.:@\-]+")
-
-
-def validate_session_id(session_id: object, *, what: str = "session_id") -> str:
-    """Return ``session_id`` if it is usable, else raise :class:`InvalidSessionIdError`.
-
-    Allowed: 1-256 characters from ``A-Z a-z 0-9 _ . : @ -``. Braces, slashes, spaces and
-    wildcards are refused because they would change Redis key hashing or file paths.
-
-    Example:
-        >>> validate_session_id("user-42:chat.7")
-        'user-42:chat.7'
-    """
-    if not isinstance(session_id, str):
-        msg = f"{what} must be a string, got {type(session_id).__name__}"
-        raise InvalidSessionIdError(msg)
-    if not session_id or len(session_id) > MAX_SESSION_ID_LENGTH:
-        msg = f"{what} must be 1-{MAX_SESSION_ID_LENGTH} characters long, got {len(session_id)}"
-        raise InvalidSessionIdError(msg)
-    if not _SESSION_ID.fullmatch(session_id):
-        msg = (
-            f"{what} {session_id!r} contains characters outside A-Z a-z 0-9 _ . : @ -; "
-            "map external ids (for example with a hash) before using them"
-        )
-        raise InvalidSessionIdError(msg)
-    return session_id
 
 
 def check_state_key(key: object) -> str:
