@@ -29,6 +29,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from typing import Any, Generic, TypeVar, overload
 
 from agentmem._sansio import offload
 from agentmem.backends import BackendConfig, acquire_stores
@@ -46,6 +47,29 @@ from agentmem.stores.base import SessionStore
 from agentmem.tokens import TokenCounter
 
 __all__ = ["MemoryService"]
+
+T = TypeVar("T")
+
+
+class _Setting(Generic[T]):
+    """An attribute of :class:`MemoryService` kept in its :class:`ManagerConfig`: setting it
+    changes the config the next handles are built with."""
+
+    def __set_name__(self, owner: type[Any], name: str) -> None:
+        self._name = name
+
+    @overload
+    def __get__(self, obj: None, owner: type[Any] | None = None) -> _Setting[T]: ...
+
+    @overload
+    def __get__(self, obj: MemoryService, owner: type[Any] | None = None) -> T: ...
+
+    def __get__(self, obj: MemoryService | None, owner: type[Any] | None = None) -> Any:
+        return self if obj is None else getattr(obj.config, self._name)
+
+    def __set__(self, obj: MemoryService, value: T) -> None:
+        obj.config = obj.config.replace(**{self._name: value})
+        obj._builder.config = obj.config
 
 
 class MemoryService:
@@ -124,45 +148,19 @@ class MemoryService:
         self._closed = False
         self._on_close = list(on_close)
 
-    @property
-    def model(self) -> str:
-        """Target model whose tokenizer and chat format are counted."""
-        return self.config.model
+    # What every handle is built with, read from (and, when set, written to) ``config``.
+    model: _Setting[str] = _Setting()
+    max_short_term_tokens: _Setting[int] = _Setting()
+    consolidate_every_tokens: _Setting[int | None] = _Setting()
+    background: _Setting[bool] = _Setting()
+    clock: _Setting[Callable[[], datetime] | None] = _Setting()
+    system_prompt: _Setting[str | None] = _Setting()
+    ranking: _Setting[RankingConfig | None] = _Setting()
 
     @property
     def token_counter(self) -> TokenCounter:
         """The token counter every handle shares."""
         return self._builder.token_counter
-
-    @property
-    def max_short_term_tokens(self) -> int:
-        """Budget of each session's short-term view."""
-        return self.config.max_short_term_tokens
-
-    @property
-    def consolidate_every_tokens(self) -> int | None:
-        """Tokens after which a session is consolidated (``None``: only on demand)."""
-        return self.config.consolidate_every_tokens
-
-    @property
-    def background(self) -> bool:
-        """Whether handles consolidate in the service's worker pool."""
-        return self.config.background
-
-    @property
-    def clock(self) -> Callable[[], datetime] | None:
-        """The clock handles and memories use (``None``: UTC now)."""
-        return self.config.clock
-
-    @property
-    def system_prompt(self) -> str | None:
-        """Default system prompt of ``build_context``."""
-        return self.config.system_prompt
-
-    @property
-    def ranking(self) -> RankingConfig | None:
-        """How long-term search ranks results."""
-        return self.config.ranking
 
     @classmethod
     def open(
