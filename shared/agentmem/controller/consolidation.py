@@ -174,7 +174,7 @@ class MemoryConsolidator:
         self.max_retries = max_retries
         self.batch_messages = batch_messages
 
-    # -- planning (shared by sync and async) ---------------------------------------------
+    # -- planning (no I/O) -----------------------------------------------------------------
 
     def _pending_messages(
         self, messages: Sequence[MessageLike], state: dict[str, Any] | None
@@ -264,7 +264,7 @@ class MemoryConsolidator:
     def _state(watermark: str | None, pending: dict[str, Any] | None) -> dict[str, Any]:
         return {"version": 1, "watermark": watermark, "pending": pending}
 
-    # -- running -------------------------------------------------------------------------
+    # -- running ---------------------------------------------------------------------------
 
     @twin
     def consolidate_session(
