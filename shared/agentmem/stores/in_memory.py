@@ -40,6 +40,7 @@ from __future__ import annotations
 import copy
 import math
 import threading
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
@@ -76,13 +77,15 @@ class InMemoryMemoryStore(QdrantStoreBase):
         >>> store.close()
     """
 
+    _generic_fusion = True
+
     def __init__(self, *, dimension: int) -> None:
         if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1:
             msg = f"dimension must be a positive integer, got {dimension!r}"
             raise ConfigurationError(msg)
         self._dimension = dimension
-        self._generic_fusion = True
         self._points: dict[str, _Point] = {}
+        self._df: Counter[int] = Counter()  # how many points hold each sparse term
         self._lock = threading.RLock()
 
     def close(self) -> None:
@@ -90,6 +93,7 @@ class InMemoryMemoryStore(QdrantStoreBase):
         with self._lock:
             self._closed = True
             self._points.clear()
+            self._df.clear()
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
@@ -117,16 +121,20 @@ class InMemoryMemoryStore(QdrantStoreBase):
         for p in points:
             dense = np.asarray(p.dense, dtype=np.float64)
             sparse = dict(zip(p.sparse.indices, p.sparse.values, strict=True))
+            self._drop([p.id])
             self._points[p.id] = _Point(
                 dense / np.linalg.norm(dense), sparse, copy.deepcopy(p.payload)
             )
+            self._df.update(sparse.keys())
 
     def _delete_points(self, ids: list[str]) -> Program[None]:
         yield from blocking(self._drop, ids)
 
     def _drop(self, ids: list[str]) -> None:
         for i in ids:
-            self._points.pop(i, None)
+            point = self._points.pop(i, None)
+            if point is not None:
+                self._df.subtract(point.sparse.keys())
 
     def _set_payload(self, patches: list[qc.Patch]) -> Program[None]:
         yield from blocking(self._patch, patches)
@@ -199,7 +207,7 @@ class InMemoryMemoryStore(QdrantStoreBase):
         total = len(self._points)
         weights: dict[int, float] = {}
         for term, value in zip(query.indices, query.values, strict=True):
-            df = sum(1 for p in self._points.values() if term in p.sparse)
+            df = self._df[term]
             weights[term] = value * math.log((total - df + 0.5) / (df + 0.5) + 1)
         scored = []
         for i in ids:
