@@ -24,7 +24,7 @@ from langchain_core.messages import (
 from langchain_core.messages.tool import ToolCall as LCToolCall
 from langchain_core.messages.tool import invalid_tool_call
 
-from agentmem._storable import find_json_problem, json_problem
+from agentmem.storable import find_json_problem, json_problem
 from agentmem.errors import InvalidMessageError
 from agentmem.types import ROLES, Message, ToolCall
 

@@ -2,7 +2,7 @@
 
 Every label, key, query, filter and value of an operation must be storable: text without
 lone surrogates (which cannot be encoded as UTF-8, nor hashed into an id), and JSON values
-nested at most :data:`agentmem._storable.MAX_JSON_DEPTH` levels (checked iteratively, so a
+nested at most :data:`agentmem.storable.MAX_JSON_DEPTH` levels (checked iteratively, so a
 value 5,000 levels deep is refused instead of raising ``RecursionError``). A refused op
 raises :class:`~agentmem.errors.InvalidValueError` before anything is read or written.
 
@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 from langgraph.store.base import GetOp, ListNamespacesOp, Op, PutOp, SearchOp
 
-from agentmem._storable import check_storable_text, find_json_problem, json_text
+from agentmem.storable import check_storable_text, find_json_problem, json_text
 from agentmem.errors import InvalidValueError
 
 __all__ = ["check_op"]

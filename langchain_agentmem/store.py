@@ -20,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
@@ -43,7 +44,6 @@ from langgraph.store.base import (
     validate_op_namespace,
 )
 
-from agentmem._async import run_in_executor
 from agentmem.embeddings import Embedder
 from agentmem.errors import ConfigurationError, InvalidValueError
 from agentmem.long_term.records import MemoryRecord, RecordFilter, Scope
@@ -174,7 +174,7 @@ class AgentMemoryStore(BaseStore):
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Async twin of :meth:`batch` (runs it in the executor; the Edge engine is blocking)."""
-        return await run_in_executor(self.batch, list(ops))
+        return await asyncio.to_thread(self.batch, list(ops))
 
     # -- operations ------------------------------------------------------------------------
 
@@ -364,7 +364,7 @@ class AgentMemoryStore(BaseStore):
 
     async def asweep_ttl(self) -> int:
         """Async twin of :meth:`sweep_ttl`."""
-        return await run_in_executor(self.sweep_ttl)
+        return await asyncio.to_thread(self.sweep_ttl)
 
 
 def _scroll_all(store: MemoryStore, scope: Scope, flt: RecordFilter) -> list[MemoryRecord]:

@@ -21,7 +21,7 @@ from llama_index.core.base.llms.types import (
     ToolCallBlock,
 )
 
-from agentmem._storable import find_json_problem
+from agentmem.storable import find_json_problem
 from agentmem.errors import InvalidMessageError
 from agentmem.types import Message, ToolCall
 

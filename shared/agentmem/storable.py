@@ -1,4 +1,5 @@
-"""Checks that text and JSON values can be stored (private; the one input boundary).
+"""Checks that text and JSON values can be stored (the one input boundary; public so the
+adapters check their input exactly as the core does).
 
 Every value that enters agentmem (message content and metadata, working-memory variables
 and notes, memory content and metadata, session state, queries) is checked here before
@@ -14,7 +15,7 @@ The walk is iterative, so a value nested 100,000 levels deep is refused in linea
 instead of raising ``RecursionError``.
 
 Example:
-    >>> from agentmem._storable import json_text, text_problem
+    >>> from agentmem.storable import json_text, text_problem
     >>> json_text({"city": "Oslo"}, what="value")
     '{"city": "Oslo"}'
     >>> text_problem("a\\ud800b", what="content")  # doctest: +ELLIPSIS

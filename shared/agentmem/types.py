@@ -31,7 +31,7 @@ from pydantic import (
 )
 
 from agentmem._pydantic import describe
-from agentmem._storable import json_problem, json_text, text_problem
+from agentmem.storable import json_problem, json_text, text_problem
 from agentmem.errors import InvalidMessageError
 
 __all__ = ["ROLES", "Message", "MessageLike", "Role", "ToolCall", "to_message", "utcnow"]

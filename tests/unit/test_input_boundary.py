@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentmem._storable import MAX_JSON_DEPTH, json_problem, json_text
+from agentmem.storable import MAX_JSON_DEPTH, json_problem, json_text
 from agentmem.embeddings.base import validate_text, validate_texts
 from agentmem.errors import InvalidMessageError, InvalidValueError
 from agentmem.stores.memory import InMemorySessionStore

@@ -37,7 +37,7 @@ from collections.abc import Sequence
 # model or sends a probe request.
 from typing_extensions import Protocol, runtime_checkable
 
-from agentmem._storable import check_storable_text
+from agentmem.storable import check_storable_text
 from agentmem.errors import DimensionMismatchError, InvalidValueError
 
 __all__ = ["Embedder", "check_dimension", "validate_text", "validate_texts"]

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from agentmem._storable import check_storable_text, json_text
+from agentmem.storable import check_storable_text, json_text
 from agentmem.errors import ConfigurationError, InvalidValueError
 from agentmem.working.models import TASK_STATUSES
 
