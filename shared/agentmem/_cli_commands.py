@@ -282,21 +282,17 @@ def ingest_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     config = common.resolve_config(args)
     common.check_home(config)
     embedder = common.deferred_embedder()
-    manager = MemoryManager.open(
-        user_id=user,
-        session_id=session,
-        home=config.home,
-        llm=common.llm_from_environment(err),
-        embedder=embedder,
-        consolidate_every_tokens=None,
-    )
-    try:
-        if locomo is not None:
+    llm = common.llm_from_environment(err)
+    if locomo is not None:
+        # Turns go straight to long-term memory: no manager (its session store and token
+        # counter cost seconds to open and are not used), so the model sets the pace.
+        memory = common.open_long_term(config, user, embedder)
+        try:
             # Every record is built (and checked) before the first one is written.
             records = []
             for index, sample in enumerate(locomo):
                 try:
-                    records += locomo_records(manager.long_term, sample.turns)
+                    records += locomo_records(memory, sample.turns)
                 except AgentMemError as exc:
                     msg = f"{path}: sample {index} ({sample.sample_id}): {exc}"
                     raise InvalidValueError(msg) from None
@@ -304,26 +300,35 @@ def ingest_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             with ProgressBar(len(records), label="ingest", unit="turns", stream=err) as bar:
                 for start in range(0, len(records), BATCH):
                     batch = records[start : start + BATCH]
-                    manager.long_term.store_records(batch)
+                    memory.store_records(batch)
                     bar.advance(len(batch))
-            summary = f"ingested {len(records)} turns from {len(locomo)} LoCoMo conversations"
-        else:
-            assert chats is not None
-            sessions = {(s or manager.session_id): m for s, m in chats.items()}
-            embedder.load()
-            count = sum(len(m) for m in sessions.values())
-            written = 0
-            with ProgressBar(count, label="ingest", unit="messages", stream=err) as bar:
-                for session_id, messages in sessions.items():
-                    manager.short_term.store.append(session_id, messages)
-                    report = manager.consolidator.consolidate_session(
-                        messages, session_id=session_id
-                    )
-                    written += report.written
-                    bar.advance(len(messages))
-            summary = (
-                f"ingested {count} messages in {len(sessions)} sessions; {written} memories written"
-            )
+        finally:
+            memory.close()
+        out.write(f"ingested {len(records)} turns from {len(locomo)} LoCoMo conversations\n")
+        return 0
+    manager = MemoryManager.open(
+        user_id=user,
+        session_id=session,
+        home=config.home,
+        llm=llm,
+        embedder=embedder,
+        consolidate_every_tokens=None,
+    )
+    try:
+        assert chats is not None
+        sessions = {(s or manager.session_id): m for s, m in chats.items()}
+        embedder.load()
+        count = sum(len(m) for m in sessions.values())
+        written = 0
+        with ProgressBar(count, label="ingest", unit="messages", stream=err) as bar:
+            for session_id, messages in sessions.items():
+                manager.short_term.store.append(session_id, messages)
+                report = manager.consolidator.consolidate_session(messages, session_id=session_id)
+                written += report.written
+                bar.advance(len(messages))
+        summary = (
+            f"ingested {count} messages in {len(sessions)} sessions; {written} memories written"
+        )
     finally:
         manager.close()
     out.write(summary + "\n")
