@@ -18,7 +18,8 @@ numbers are the store's, with the query embedding as good as cached; the local m
 throughput is ``bench/embeddings.py``'s subject.
 
 Reported per size and system: write throughput, time until the index is built (after the
-last write), hybrid recall p50/p95 (top 10), ``build_context`` p50/p95 (2,000 tokens),
+last write), the points still searched without the HNSW index (exactly) when the queries
+run (``unindexed``), hybrid recall p50/p95 (top 10), ``build_context`` p50/p95 (2,000 tokens),
 reopen time, disk (allocated blocks) and peak RSS; ratios against ``edge``.
 """
 
@@ -80,6 +81,17 @@ def disk_bytes(root: Path) -> int:
     return sum(p.stat().st_blocks * 512 for p in root.rglob("*") if p.is_file())
 
 
+def unindexed_at_query(store: Any) -> int | None:
+    """Points an Edge store searches without its HNSW index (exactly), or None."""
+    shard = getattr(store, "_shard", None)
+    if shard is None:
+        return None
+    from agentmem.stores.qdrant._edge_index import unindexed_points
+
+    info = shard.info()
+    return unindexed_points(info.points_count, info.indexed_vectors_count)
+
+
 def open_memory(system: str, home: Path, user: str) -> Any:
     from agentmem.long_term import LongTermMemory
     from agentmem.stores.qdrant.client import QdrantClientStore
@@ -123,6 +135,7 @@ def run_one(system: str, size: int, queries: int) -> dict[str, Any]:
             t0 = time.perf_counter()
             store.wait_for_index()
             index_s = time.perf_counter() - t0
+        unindexed = unindexed_at_query(store)
         sessions = SQLiteSessionStore(home / "sessions.db")
         manager = MemoryManager.from_parts(
             user_id=target, sessions=sessions, long_term=memory, session_id="s1"
@@ -156,6 +169,7 @@ def run_one(system: str, size: int, queries: int) -> dict[str, Any]:
         "system": system,
         "writes/s": total / written,
         "index built s": index_s,
+        "unindexed": unindexed,
         "recall p50 ms": percentile(recall_ms, 50),
         "recall p95 ms": percentile(recall_ms, 95),
         "context p50 ms": percentile(context_ms, 50),
@@ -193,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
         "system",
         "writes/s",
         "index built s",
+        "unindexed",
         "recall p50 ms",
         "recall p95 ms",
         "x edge recall p50",
