@@ -17,11 +17,9 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from types import TracebackType
 from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 
-from typing_extensions import Self
-
+from agentmem._closing import ClosesOnExit
 from agentmem._sansio import Program, async_twin, blocking, drive, offload, twin
 from agentmem.errors import InvalidValueError, MemoryNotFoundError, StoreClosedError
 from agentmem.long_term._fusion import fused_search_program
@@ -51,8 +49,9 @@ def _operation(steps: Callable[Concatenate[S, P], Program[T]]) -> twin[S, P, T]:
     return twin(program)
 
 
-class QdrantStoreBase:
-    """Validation, scoping, explain and pagination shared by the Qdrant stores."""
+class QdrantStoreBase(ClosesOnExit):
+    """Validation, scoping, explain and pagination shared by the Qdrant stores (and the
+    in-memory one); ``with store:`` closes it."""
 
     _dimension: int
     _closed: bool = False
@@ -71,17 +70,6 @@ class QdrantStoreBase:
         raise NotImplementedError
 
     aclose = offload(close)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # -- how operations run ------------------------------------------------------------
 
