@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal, NamedTuple, Protocol, TypeAlias
+from typing import Any, Literal, NamedTuple, Protocol, TypeAlias, TypeVar
 
 from typing_extensions import runtime_checkable
 
@@ -119,15 +119,90 @@ FusionRequest: TypeAlias = ScoreRequest | RecordRequest
 FusionPlan: TypeAlias = Generator[FusionRequest, Any, list[ScoredRecord]]
 
 
-# typing_extensions' runtime_checkable does not evaluate properties (``dimension``) in
-# isinstance() checks, which typing's does on Python < 3.12.
+R_co = TypeVar("R_co", covariant=True)
+OrderBy = Literal["created_ts", "last_accessed_ts"]
+
+# One signature per operation: a store's ``x`` is a callable of this shape returning the
+# result, its twin ``ax`` the same shape returning an awaitable of it.
+
+
+class _Upsert(Protocol[R_co]):
+    def __call__(
+        self,
+        records: Sequence[MemoryRecord],
+        dense: Sequence[Sequence[float]],
+        sparse: Sequence[SparseVector],
+    ) -> R_co: ...
+
+
+class _ByIds(Protocol[R_co]):
+    def __call__(self, scope: Scope, ids: Sequence[str]) -> R_co: ...
+
+
+class _SetFields(Protocol[R_co]):
+    def __call__(self, scope: Scope, ids: Sequence[str], fields: Mapping[str, Any]) -> R_co: ...
+
+
+class _Search(Protocol[R_co]):
+    def __call__(
+        self,
+        scope: Scope,
+        *,
+        dense: Sequence[float] | None = None,
+        sparse: SparseVector | None = None,
+        filter: RecordFilter | None = None,
+        limit: int = 10,
+        candidates: int = 50,
+        boost: Boost | None = None,
+        exact: bool = False,
+        explain: bool = False,
+    ) -> R_co: ...
+
+
+class _Scroll(Protocol[R_co]):
+    def __call__(
+        self,
+        scope: Scope,
+        *,
+        filter: RecordFilter | None = None,
+        limit: int = 256,
+        offset: str | None = None,
+        order_by: OrderBy | None = None,
+    ) -> R_co: ...
+
+
+class _Count(Protocol[R_co]):
+    def __call__(self, scope: Scope, *, filter: RecordFilter | None = None) -> R_co: ...
+
+
+class _FusedSearch(Protocol[R_co]):
+    def __call__(
+        self,
+        scope: Scope,
+        filter: RecordFilter,
+        dense: Sequence[float],
+        sparse: SparseVector | None,
+        plan: FusionPlan,
+    ) -> R_co: ...
+
+
+class _Close(Protocol[R_co]):
+    def __call__(self) -> R_co: ...
+
+
+Page = tuple[list[MemoryRecord], str | None]
+
+
+# typing_extensions' runtime_checkable does not evaluate properties (``dimension``, the
+# operations) in isinstance() checks, which typing's does on Python < 3.12.
 @runtime_checkable
 class MemoryStore(Protocol):
     """Scoped storage and search of long-term memories, with async twins.
 
-    Each method ``x`` has a twin ``ax`` with the same parameters that returns an awaitable
-    of the same result (a coroutine method, or the ``agentmem._sansio`` ``async_twin`` /
-    ``offload`` of ``x``). Tiers reach a store only through this protocol.
+    Each operation ``x`` is a method (any callable of the signature shown in its type) and
+    has a twin ``ax`` taking the same arguments and returning an awaitable of the same
+    result: a coroutine method, or the ``agentmem._sansio`` ``async_twin`` / ``offload`` of
+    ``x``. Tiers reach a store only through this protocol.
 
     Example:
         >>> from agentmem.stores.in_memory import InMemoryMemoryStore
@@ -138,127 +213,80 @@ class MemoryStore(Protocol):
     @property
     def dimension(self) -> int:
         """Size of the dense vectors of the collection."""
-        ...
 
-    def upsert(
-        self,
-        records: Sequence[MemoryRecord],
-        dense: Sequence[Sequence[float]],
-        sparse: Sequence[SparseVector],
-    ) -> None:
-        """Insert or replace records with their vectors (all three sequences aligned)."""
-        ...
+    @property
+    def upsert(self) -> _Upsert[None]:
+        """``upsert(records, dense, sparse)``: insert or replace records with their vectors
+        (all three sequences aligned)."""
 
-    def get(self, scope: Scope, ids: Sequence[str]) -> list[MemoryRecord]:
-        """Records with these ids inside ``scope``, in the order of ``ids``; others skipped."""
-        ...
+    @property
+    def get(self) -> _ByIds[list[MemoryRecord]]:
+        """``get(scope, ids)``: records with these ids inside ``scope``, in the order of
+        ``ids``; others skipped."""
 
-    def delete(self, scope: Scope, ids: Sequence[str]) -> int:
-        """Delete records with these ids inside ``scope``; returns how many existed."""
-        ...
+    @property
+    def delete(self) -> _ByIds[int]:
+        """``delete(scope, ids)``: delete records with these ids inside ``scope``; returns
+        how many existed."""
 
-    def set_fields(self, scope: Scope, ids: Sequence[str], fields: Mapping[str, Any]) -> None:
-        """Patch record fields (importance, access_count, last_accessed_at, valid_to,
-        superseded_by, pinned, metadata) of records inside ``scope``; vectors unchanged.
+    @property
+    def set_fields(self) -> _SetFields[None]:
+        """``set_fields(scope, ids, fields)``: patch record fields (importance,
+        access_count, last_accessed_at, valid_to, superseded_by, pinned, metadata) of
+        records inside ``scope``; vectors unchanged.
 
         Setting ``valid_to`` makes the record non-current. Raises ``MemoryNotFoundError`` if
         any id is not in ``scope`` and ``InvalidValueError`` for a bad value or field; in
         both cases nothing is changed."""
-        ...
 
-    def search(
-        self,
-        scope: Scope,
-        *,
-        dense: Sequence[float] | None = None,
-        sparse: SparseVector | None = None,
-        filter: RecordFilter | None = None,
-        limit: int = 10,
-        candidates: int = 50,
-        boost: Boost | None = None,
-        exact: bool = False,
-        explain: bool = False,
-    ) -> list[ScoredRecord]:
-        """Top ``limit`` records in ``scope`` matching ``filter``, best first."""
-        ...
+    @property
+    def search(self) -> _Search[list[ScoredRecord]]:
+        """``search(scope, *, dense=None, sparse=None, filter=None, limit=10,
+        candidates=50, boost=None, exact=False, explain=False)``: top ``limit`` records in
+        ``scope`` matching ``filter``, best first."""
 
-    def scroll(
-        self,
-        scope: Scope,
-        *,
-        filter: RecordFilter | None = None,
-        limit: int = 256,
-        offset: str | None = None,
-        order_by: Literal["created_ts", "last_accessed_ts"] | None = None,
-    ) -> tuple[list[MemoryRecord], str | None]:
-        """A page of records in ``scope``; returns the page and the next offset (or None).
+    @property
+    def scroll(self) -> _Scroll[Page]:
+        """``scroll(scope, *, filter=None, limit=256, offset=None, order_by=None)``: a page
+        of records in ``scope``; returns the page and the next offset (or None).
 
         Without ``order_by`` pages follow id order; with it, newest first. Records without
         the field (never accessed, for ``last_accessed_ts``) are left out of ordered scrolls.
         Pass the returned offset, with the same ``order_by``, to get the next page."""
-        ...
 
-    def count(self, scope: Scope, *, filter: RecordFilter | None = None) -> int:
-        """How many records in ``scope`` match ``filter``."""
-        ...
+    @property
+    def count(self) -> _Count[int]:
+        """``count(scope, *, filter=None)``: how many records in ``scope`` match
+        ``filter``."""
 
-    def fused_search(
-        self,
-        scope: Scope,
-        filter: RecordFilter,
-        dense: Sequence[float],
-        sparse: SparseVector | None,
-        plan: FusionPlan,
-    ) -> list[ScoredRecord]:
-        """Run a hybrid-search ``plan`` in ``scope`` (restricted by ``filter``) with these
-        query vectors; returns the plan's hits. A store without a faster way reuses
-        :func:`agentmem.long_term._fusion.fused_search_program` (its ``search`` and ``get``)."""
-        ...
+    @property
+    def fused_search(self) -> _FusedSearch[list[ScoredRecord]]:
+        """``fused_search(scope, filter, dense, sparse, plan)``: run a hybrid-search
+        ``plan`` in ``scope`` (restricted by ``filter``) with these query vectors; returns
+        the plan's hits. A store without a faster way reuses
+        :func:`agentmem.long_term._fusion.fused_search_program` (its ``search`` and
+        ``get``)."""
 
-    def close(self) -> None:
-        """Flush and release the store. Further use raises ``StoreClosedError``."""
-        ...
+    @property
+    def close(self) -> _Close[None]:
+        """``close()``: flush and release the store. Further use raises
+        ``StoreClosedError``."""
 
-    def aupsert(
-        self,
-        records: Sequence[MemoryRecord],
-        dense: Sequence[Sequence[float]],
-        sparse: Sequence[SparseVector],
-    ) -> Awaitable[None]: ...
-    def aget(self, scope: Scope, ids: Sequence[str]) -> Awaitable[list[MemoryRecord]]: ...
-    def adelete(self, scope: Scope, ids: Sequence[str]) -> Awaitable[int]: ...
-    def aset_fields(
-        self, scope: Scope, ids: Sequence[str], fields: Mapping[str, Any]
-    ) -> Awaitable[None]: ...
-    def asearch(
-        self,
-        scope: Scope,
-        *,
-        dense: Sequence[float] | None = None,
-        sparse: SparseVector | None = None,
-        filter: RecordFilter | None = None,
-        limit: int = 10,
-        candidates: int = 50,
-        boost: Boost | None = None,
-        exact: bool = False,
-        explain: bool = False,
-    ) -> Awaitable[list[ScoredRecord]]: ...
-    def ascroll(
-        self,
-        scope: Scope,
-        *,
-        filter: RecordFilter | None = None,
-        limit: int = 256,
-        offset: str | None = None,
-        order_by: Literal["created_ts", "last_accessed_ts"] | None = None,
-    ) -> Awaitable[tuple[list[MemoryRecord], str | None]]: ...
-    def acount(self, scope: Scope, *, filter: RecordFilter | None = None) -> Awaitable[int]: ...
-    def afused_search(
-        self,
-        scope: Scope,
-        filter: RecordFilter,
-        dense: Sequence[float],
-        sparse: SparseVector | None,
-        plan: FusionPlan,
-    ) -> Awaitable[list[ScoredRecord]]: ...
-    def aclose(self) -> Awaitable[None]: ...
+    @property
+    def aupsert(self) -> _Upsert[Awaitable[None]]: ...
+    @property
+    def aget(self) -> _ByIds[Awaitable[list[MemoryRecord]]]: ...
+    @property
+    def adelete(self) -> _ByIds[Awaitable[int]]: ...
+    @property
+    def aset_fields(self) -> _SetFields[Awaitable[None]]: ...
+    @property
+    def asearch(self) -> _Search[Awaitable[list[ScoredRecord]]]: ...
+    @property
+    def ascroll(self) -> _Scroll[Awaitable[Page]]: ...
+    @property
+    def acount(self) -> _Count[Awaitable[int]]: ...
+    @property
+    def afused_search(self) -> _FusedSearch[Awaitable[list[ScoredRecord]]]: ...
+    @property
+    def aclose(self) -> _Close[Awaitable[None]]: ...
