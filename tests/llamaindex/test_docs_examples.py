@@ -26,6 +26,7 @@ def test_public_surface_is_pinned() -> None:
         "AgentMemoryRetriever",
         "FactMemoryBlock",
         "LlamaIndexChatModel",
+        "LlamaIndexEmbedder",
         "LongTermMemoryBlock",
         "WorkingMemoryBlock",
     ]
