@@ -12,10 +12,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from agentmem._pydantic import describe
-from agentmem.storable import check_storable_text, json_text
 from agentmem.errors import ConfigurationError, InvalidValueError
 from agentmem.long_term.ranking import SearchMode
 from agentmem.long_term.records import MEMORY_TYPES, MemoryRecord, RecordFilter, Scope
+from agentmem.storable import check_storable_text, json_text
 
 __all__ = [
     "MAX_CONTENT_CHARS",
