@@ -8,9 +8,13 @@ Example:
     [{'role': 'user', 'content': 'I only write Python, tabs not spaces'}]
 """
 
-from agentmem.conflicts import ConflictDecision, ConflictResolver
-from agentmem.consolidation import ConsolidationReport, MemoryConsolidator
 from agentmem.context import BuiltContext
+from agentmem.controller.conflicts import ConflictDecision, ConflictResolver
+from agentmem.controller.consolidation import ConsolidationReport, MemoryConsolidator
+from agentmem.controller.forgetting import ForgettingPolicy, ForgettingReport
+from agentmem.controller.manager import MemoryManager
+from agentmem.controller.retrieval import MemoryRetriever
+from agentmem.controller.scheduler import ConsolidationQueue
 from agentmem.embeddings import (
     CachedEmbedder,
     Embedder,
@@ -33,12 +37,8 @@ from agentmem.errors import (
     StoreUnavailableError,
     TokenizerUnavailableError,
 )
-from agentmem.forgetting import ForgettingPolicy, ForgettingReport
 from agentmem.llm import ChatModel, StructuredChatModel, acomplete_json, complete_json
 from agentmem.long_term import EpisodicMemory, LongTermMemory, MemoryRecord, SemanticMemory
-from agentmem.manager import MemoryManager
-from agentmem.retrieval import MemoryRetriever
-from agentmem.scheduler import ConsolidationQueue
 from agentmem.service import MemoryService
 from agentmem.short_term import (
     ConversationBufferMemory,
