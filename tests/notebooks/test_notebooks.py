@@ -3,7 +3,10 @@
 Every ``notebooks/*.ipynb`` is picked up, so a new notebook is tested by dropping it in the
 folder. Execution uses ``nbclient`` with the ``python3`` kernel of this interpreter
 (``ipykernel``), offline: the OpenAI variables are removed from the kernel's environment so the
-notebooks use their scripted LLM, and ``AGENTMEM_HOME`` points at a temporary directory.
+notebooks use their scripted LLM, ``AGENTMEM_HOME`` points at a temporary directory, and so
+does ``TMPDIR`` (pytest's temporary directories, in memory where available: the notebooks'
+own homes are temporary directories, and the stores fsync every write); each notebook must
+remove the ``agentmem-*`` directories it made there.
 
 Each notebook runs twice — once from ``notebooks/`` (as Jupyter runs it), once from an empty
 temporary directory — and the JSON printed by its cell tagged ``key-numbers`` must be the same
@@ -63,12 +66,13 @@ def test_notebook_is_stored_without_outputs(path: Path) -> None:
     assert len(tagged) == 1, f"{path.name}: needs exactly one cell tagged {KEY_NUMBERS_TAG!r}"
 
 
-def _execute(path: Path, cwd: Path, home: Path) -> Any:
+def _execute(path: Path, cwd: Path, home: Path, tmp: Path) -> Any:
     from nbclient import NotebookClient
 
     notebook = _read(path)
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
     env["AGENTMEM_HOME"] = str(home)
+    env["TMPDIR"] = str(tmp)
     client = NotebookClient(
         notebook,
         timeout=CELL_TIMEOUT_S,
@@ -106,10 +110,16 @@ def test_notebook_runs_twice_with_the_same_results(path: Path, tmp_path: Path) -
     before = sorted(p.name for p in NOTEBOOK_DIR.iterdir())
     elsewhere = tmp_path / "cwd"
     elsewhere.mkdir()
-    first = _execute(path, NOTEBOOK_DIR, tmp_path / "home-1")
-    second = _execute(path, elsewhere, tmp_path / "home-2")
+    temps = [tmp_path / "tmp-1", tmp_path / "tmp-2"]
+    for temp in temps:
+        temp.mkdir()
+    first = _execute(path, NOTEBOOK_DIR, tmp_path / "home-1", temps[0])
+    second = _execute(path, elsewhere, tmp_path / "home-2", temps[1])
     _assert_same(_key_numbers(first, path.name), _key_numbers(second, path.name), (path.stem,))
     assert sorted(p.name for p in NOTEBOOK_DIR.iterdir()) == before, "a notebook wrote files"
     assert not any(elsewhere.iterdir()), "a notebook left files in its working directory"
     for n, home in enumerate((tmp_path / "home-1", tmp_path / "home-2"), start=1):
         assert not home.exists(), f"run {n} used AGENTMEM_HOME instead of its temporary home"
+    for n, temp in enumerate(temps, start=1):  # (libraries' caches, e.g. torch's, may stay)
+        left = sorted(p.name for p in temp.glob("agentmem-*"))
+        assert not left, f"run {n} left its temporary directories: {left}"
