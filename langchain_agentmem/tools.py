@@ -135,9 +135,7 @@ class _MemoryToolset:
         old = lt.get_memory(memory_id)
         new = self._replacement(old, content, importance)
         lt.store_records([new])
-        lt.store.set_fields(
-            lt.scope, [old.id], {"valid_to": new.created_at, "superseded_by": new.id}
-        )
+        lt.supersede_memory(old.id, new)
         return json.dumps({"superseded": old.id, **_describe(new)}, ensure_ascii=False)
 
     async def aupdate(
@@ -151,9 +149,7 @@ class _MemoryToolset:
         old = await lt.aget_memory(memory_id)
         new = self._replacement(old, content, importance)
         await lt.astore_records([new])
-        await lt.store.aset_fields(
-            lt.scope, [old.id], {"valid_to": new.created_at, "superseded_by": new.id}
-        )
+        await lt.asupersede_memory(old.id, new)
         return json.dumps({"superseded": old.id, **_describe(new)}, ensure_ascii=False)
 
     def delete(self, memory_id: str) -> str:

@@ -172,10 +172,10 @@ def stats_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
         def count(**conditions: object) -> int:
             flt = RecordFilter.model_validate({"include_history": True, **conditions})
-            return memory.store.count(memory.scope, filter=flt)
+            return memory.count_memories(flt)
 
         total = count()
-        current = memory.store.count(memory.scope, filter=RecordFilter())
+        current = memory.count_memories(RecordFilter())
         for memory_type in ("episodic", "semantic", "procedural"):
             of_type = count(memory_types=(memory_type,))
             known = 0

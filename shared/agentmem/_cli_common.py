@@ -119,7 +119,7 @@ def require_user_memories(memory: LongTermMemory, where: Path | str) -> int:
     """How many memories the user has (history included); refuse a user with none."""
     from agentmem.long_term import RecordFilter
 
-    count = memory.store.count(memory.scope, filter=RecordFilter(include_history=True))
+    count = memory.count_memories(RecordFilter(include_history=True))
     if count == 0:
         msg = (
             f"user {memory.scope.user_id!r} has no memories in {where}; check --user "
