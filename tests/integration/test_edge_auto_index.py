@@ -77,6 +77,23 @@ def test_a_rebuild_starts_by_itself_and_keeps_every_write(tmp_path: Path) -> Non
         assert reopened.count(ALICE) == 2_250
 
 
+def test_writes_made_during_a_rebuild_are_indexed_by_the_next_one(tmp_path: Path) -> None:
+    from agentmem.stores.qdrant._edge_index import unindexed_points
+
+    store = QdrantEdgeStore(tmp_path, dimension=DIM, auto_index=LOW)
+    try:
+        write(store, 2_000, "before")
+        wait_until(lambda: store.indexing or (tmp_path / "CURRENT").exists())
+        write(store, 2_000, "during", seed=1)  # enough for another rebuild on their own
+        store.wait_for_index(240)
+        assert not store.indexing
+        info = store._shard.info()
+        assert info.points_count == 4_000
+        assert unindexed_points(info.points_count, info.indexed_vectors_count) == 0
+    finally:
+        store.close()
+
+
 def test_below_the_threshold_nothing_is_rebuilt(tmp_path: Path) -> None:
     with QdrantEdgeStore(tmp_path, dimension=DIM, auto_index=LOW) as store:
         write(store, 1_000, "few")
