@@ -111,10 +111,6 @@ __all__ = [
 def __getattr__(name: str) -> type:
     # PEP 562: LangChainEmbedder / LlamaIndexEmbedder moved to langchain_agentmem /
     # llamaindex_agentmem; the old names warn and import them lazily until agentmem 0.3.
-    import warnings
+    from agentmem.embeddings.adapters import warn_moved
 
-    from agentmem.embeddings.adapters import moved_adapter
-
-    cls, message = moved_adapter(__name__, name)
-    warnings.warn(message, DeprecationWarning, stacklevel=2)
-    return cls
+    return warn_moved(__name__, name)

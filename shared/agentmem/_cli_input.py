@@ -240,9 +240,9 @@ def _check_turn(turn: object, where: str) -> None:
     if caption is not None and not isinstance(caption, str):
         msg = f"{where} has a non-string 'blip_caption'; give a string or leave it out"
         raise InvalidValueError(msg)
-    from agentmem.storable import check_storable_text
     from agentmem.ingest import Turn, turn_text
     from agentmem.long_term.memory import MAX_CONTENT_CHARS
+    from agentmem.storable import check_storable_text
 
     text = turn_text(Turn(turn["dia_id"], turn["speaker"], turn["text"], 0, None, caption))
     try:

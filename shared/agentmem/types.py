@@ -31,8 +31,8 @@ from pydantic import (
 )
 
 from agentmem._pydantic import describe
-from agentmem.storable import json_problem, json_text, text_problem
 from agentmem.errors import InvalidMessageError
+from agentmem.storable import json_problem, json_text, text_problem
 
 __all__ = ["ROLES", "Message", "MessageLike", "Role", "ToolCall", "to_message", "utcnow"]
 

@@ -50,54 +50,9 @@ Example:
 
 from __future__ import annotations
 
-from agentmem.context.assembler import (
-    BuiltContext,
-    ContextBudgetError,
-    assemble_context,
-    pack_context,
-)
-from agentmem.context.blocks import (
-    Block,
-    InstructionsBlock,
-    MessagesBlock,
-    QueryBlock,
-    RecalledBlock,
-    SummaryBlock,
-    ViewBlock,
-    WorkingBlock,
-)
-from agentmem.context.render import (
-    MEMORY_BLOCK_CLOSE,
-    MEMORY_BLOCK_OPEN,
-    SEPARATOR,
-    escape_line,
-    escape_markup,
-    render_chatml,
-    render_memory_block,
-    render_memory_line,
-    render_summary,
-)
+from agentmem.context import assembler, blocks, render
+from agentmem.context.assembler import *
+from agentmem.context.blocks import *
+from agentmem.context.render import *
 
-__all__ = [
-    "MEMORY_BLOCK_CLOSE",
-    "MEMORY_BLOCK_OPEN",
-    "SEPARATOR",
-    "Block",
-    "BuiltContext",
-    "ContextBudgetError",
-    "InstructionsBlock",
-    "MessagesBlock",
-    "QueryBlock",
-    "RecalledBlock",
-    "SummaryBlock",
-    "ViewBlock",
-    "WorkingBlock",
-    "assemble_context",
-    "escape_line",
-    "escape_markup",
-    "pack_context",
-    "render_chatml",
-    "render_memory_block",
-    "render_memory_line",
-    "render_summary",
-]
+__all__ = [*assembler.__all__, *blocks.__all__, *render.__all__]

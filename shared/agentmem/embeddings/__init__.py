@@ -23,7 +23,6 @@ Example:
 
 from __future__ import annotations
 
-import warnings
 from typing import TYPE_CHECKING
 
 from agentmem.embeddings.base import Embedder
@@ -54,8 +53,6 @@ __all__ = [
 
 def __getattr__(name: str) -> type:
     # PEP 562: LangChainEmbedder / LlamaIndexEmbedder moved to the adapter packages.
-    from agentmem.embeddings.adapters import moved_adapter
+    from agentmem.embeddings.adapters import warn_moved
 
-    cls, message = moved_adapter(__name__, name)
-    warnings.warn(message, DeprecationWarning, stacklevel=2)
-    return cls
+    return warn_moved(__name__, name)

@@ -68,7 +68,25 @@ def moved_adapter(old_module: str, name: str) -> tuple[type, str]:
     return cls, message
 
 
-def __getattr__(name: str) -> type:
-    cls, message = moved_adapter(__name__, name)
-    warnings.warn(message, DeprecationWarning, stacklevel=2)
+def warn_moved(old_module: str, name: str) -> type:
+    """The body of a module ``__getattr__`` (PEP 562) serving the moved adapters.
+
+    Returns the class :func:`moved_adapter` imports, after a :class:`DeprecationWarning`
+    that points at the code that used the old name.
+
+    Example:
+        >>> import warnings
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     cls = warn_moved("agentmem", "LlamaIndexEmbedder")
+        >>> cls.__name__, caught[0].category.__name__
+        ('LlamaIndexEmbedder', 'DeprecationWarning')
+    """
+    cls, message = moved_adapter(old_module, name)
+    # 1 is this function, 2 the module's __getattr__, 3 the code that named the old path.
+    warnings.warn(message, DeprecationWarning, stacklevel=3)
     return cls
+
+
+def __getattr__(name: str) -> type:
+    return warn_moved(__name__, name)

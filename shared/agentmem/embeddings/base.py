@@ -37,8 +37,8 @@ from collections.abc import Sequence
 # model or sends a probe request.
 from typing_extensions import Protocol, runtime_checkable
 
-from agentmem.storable import check_storable_text
 from agentmem.errors import DimensionMismatchError, InvalidValueError
+from agentmem.storable import check_storable_text
 
 __all__ = ["Embedder", "check_dimension", "validate_text", "validate_texts"]
 

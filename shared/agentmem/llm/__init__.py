@@ -19,18 +19,7 @@ Example:
     True
 """
 
-from agentmem.llm.base import (
-    ChatModel,
-    StructuredChatModel,
-    acomplete_json,
-    complete_json,
-    complete_json_program,
-)
+from agentmem.llm import base
+from agentmem.llm.base import *
 
-__all__ = [
-    "ChatModel",
-    "StructuredChatModel",
-    "acomplete_json",
-    "complete_json",
-    "complete_json_program",
-]
+__all__ = [*base.__all__]

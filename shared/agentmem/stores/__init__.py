@@ -8,15 +8,8 @@ Example:
     True
 """
 
-from agentmem.stores.base import (
-    SessionStore,
-    StoredMessage,
-    SyncSessionStore,
-    check_messages,
-    check_state_key,
-    dump_state,
-    validate_session_id,
-)
+from agentmem.stores import base
+from agentmem.stores.base import *
 from agentmem.stores.memory import InMemorySessionStore
 from agentmem.stores.sqlite import SQLiteSessionStore
 
@@ -27,13 +20,7 @@ __all__ = [
     "QdrantEdgeStore",
     "RedisSessionStore",
     "SQLiteSessionStore",
-    "SessionStore",
-    "StoredMessage",
-    "SyncSessionStore",
-    "check_messages",
-    "check_state_key",
-    "dump_state",
-    "validate_session_id",
+    *base.__all__,
 ]
 
 

@@ -7,6 +7,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from agentmem._session_ids import validate_session_id
 from agentmem.errors import StoreClosedError
 from agentmem.stores.base import (
     StoredMessage,
@@ -14,7 +15,6 @@ from agentmem.stores.base import (
     check_messages,
     check_state_key,
     dump_state,
-    validate_session_id,
 )
 from agentmem.types import Message
 

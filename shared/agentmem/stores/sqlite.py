@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from agentmem._session_ids import validate_session_id
 from agentmem.errors import (
     ConfigurationError,
     StoreClosedError,
@@ -39,7 +40,6 @@ from agentmem.stores.base import (
     check_messages,
     check_state_key,
     dump_state,
-    validate_session_id,
 )
 from agentmem.types import Message
 

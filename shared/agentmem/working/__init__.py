@@ -12,32 +12,16 @@ Example:
     'the cache is stale'
 """
 
+from agentmem.working import models
 from agentmem.working._validate import DEFAULT_MAX_VALUE_BYTES, MAX_KEY_LENGTH
-from agentmem.working.memory import STATE_KEY, WorkingMemory
-from agentmem.working.models import (
-    SCHEMA_VERSION,
-    TASK_STATUSES,
-    Hypothesis,
-    ScratchpadEntry,
-    Task,
-    TaskStatus,
-    Variable,
-    WorkingState,
-)
+from agentmem.working.memory import WorkingMemory
+from agentmem.working.models import *
 from agentmem.working.render import render_context
 
 __all__ = [
     "DEFAULT_MAX_VALUE_BYTES",
     "MAX_KEY_LENGTH",
-    "SCHEMA_VERSION",
-    "STATE_KEY",
-    "TASK_STATUSES",
-    "Hypothesis",
-    "ScratchpadEntry",
-    "Task",
-    "TaskStatus",
-    "Variable",
     "WorkingMemory",
-    "WorkingState",
     "render_context",
+    *models.__all__,
 ]

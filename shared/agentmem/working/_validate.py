@@ -8,8 +8,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from agentmem.storable import check_storable_text, json_text
 from agentmem.errors import ConfigurationError, InvalidValueError
+from agentmem.storable import check_storable_text, json_text
 from agentmem.working.models import TASK_STATUSES
 
 __all__ = [
