@@ -345,9 +345,14 @@ class LongTermMemory:
         results = self.ranking.finish(hits, vectors, top_k, explain=explain)
         if touch and results:
             now = self._clock()
+            # One write per distinct access count, not one per hit.
+            by_count: dict[int, list[str]] = {}
             for hit in results:
-                fields = {"last_accessed_at": now, "access_count": hit.record.access_count + 1}
-                yield from self._set_fields([hit.record.id], fields)
+                by_count.setdefault(hit.record.access_count, []).append(hit.record.id)
+            for count, ids in by_count.items():
+                yield from self._set_fields(
+                    ids, {"last_accessed_at": now, "access_count": count + 1}
+                )
         return results
 
     aretrieve_memories = async_twin(retrieve_memories)
