@@ -29,8 +29,9 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, Generic, TypeVar, overload
+from typing import TypeVar
 
+from agentmem._delegate import Delegate
 from agentmem._sansio import offload
 from agentmem.backends import BackendConfig, acquire_stores
 from agentmem.controller.builder import ManagerBuilder
@@ -51,24 +52,15 @@ __all__ = ["MemoryService"]
 T = TypeVar("T")
 
 
-class _Setting(Generic[T]):
+class _Setting(Delegate[T]):
     """An attribute of :class:`MemoryService` kept in its :class:`ManagerConfig`: setting it
     changes the config the next handles are built with."""
 
-    def __set_name__(self, owner: type[Any], name: str) -> None:
-        self._name = name
+    def __init__(self) -> None:
+        super().__init__("config")
 
-    @overload
-    def __get__(self, obj: None, owner: type[Any] | None = None) -> _Setting[T]: ...
-
-    @overload
-    def __get__(self, obj: MemoryService, owner: type[Any] | None = None) -> T: ...
-
-    def __get__(self, obj: MemoryService | None, owner: type[Any] | None = None) -> Any:
-        return self if obj is None else getattr(obj.config, self._name)
-
-    def __set__(self, obj: MemoryService, value: T) -> None:
-        obj.config = obj.config.replace(**{self._name: value})
+    def __set__(self, obj: MemoryService, value: T) -> None:  # type: ignore[override]
+        obj.config = obj.config.replace(**{self.name: value})
         obj._builder.config = obj.config
 
 
@@ -129,13 +121,13 @@ class MemoryService:
         self.embedder = embedder
         self.llm = llm
         self.config = ManagerConfig(
-            model=model,
-            max_short_term_tokens=max_short_term_tokens,
-            consolidate_every_tokens=consolidate_every_tokens,
-            background=background,
-            clock=clock,
-            system_prompt=system_prompt,
-            ranking=ranking,
+            model,
+            max_short_term_tokens,
+            consolidate_every_tokens,
+            background,
+            clock,
+            system_prompt,
+            ranking,
         )
         """What every handle is built with (model, budgets, threshold, clock, ranking...)."""
         self.consolidation = ConsolidationQueue(workers=workers, max_pending=max_pending)

@@ -27,6 +27,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from agentmem._delegate import Delegate
 from agentmem._sansio import Program, async_twin, blocking, call, twin
 from agentmem.context import (
     Block,
@@ -140,32 +141,17 @@ class MemoryManager:
         """Counts tokens for the target model."""
         return self.short_term.token_counter
 
-    @property
-    def consolidator(self) -> MemoryConsolidator:
-        """Moves conversation into long-term memory (the scheduler's)."""
-        return self.scheduler.consolidator
-
-    @consolidator.setter
-    def consolidator(self, value: MemoryConsolidator) -> None:
-        self.scheduler.consolidator = value
-
-    @property
-    def consolidate_every_tokens(self) -> int | None:
-        """Tokens of conversation that trigger a consolidation (``None``: only on demand)."""
-        return self.scheduler.every_tokens
-
-    @consolidate_every_tokens.setter
-    def consolidate_every_tokens(self, value: int | None) -> None:
-        self.scheduler.every_tokens = value
-
-    @property
-    def background(self) -> bool:
-        """Whether threshold-triggered consolidation runs in a background worker."""
-        return self.scheduler.background
-
-    @background.setter
-    def background(self, value: bool) -> None:
-        self.scheduler.background = value
+    consolidator: Delegate[MemoryConsolidator] = Delegate(
+        "scheduler", doc="Moves conversation into long-term memory (the scheduler's)."
+    )
+    consolidate_every_tokens: Delegate[int | None] = Delegate(
+        "scheduler",
+        "every_tokens",
+        doc="Tokens of conversation that trigger a consolidation (``None``: only on demand).",
+    )
+    background: Delegate[bool] = Delegate(
+        "scheduler", doc="Whether threshold-triggered consolidation runs in a background worker."
+    )
 
     @classmethod
     def open(
@@ -200,12 +186,7 @@ class MemoryManager:
             ...     _ = mem.process_interaction("I indent with tabs", "Noted.")
         """
         config = ManagerConfig(
-            model=model,
-            max_short_term_tokens=max_short_term_tokens,
-            consolidate_every_tokens=consolidate_every_tokens,
-            background=background,
-            clock=clock,
-            system_prompt=system_prompt,
+            model, max_short_term_tokens, consolidate_every_tokens, background, clock, system_prompt
         )
         return ManagerBuilder.open(
             config,
@@ -246,12 +227,7 @@ class MemoryManager:
             ConfigurationError: ``user_id`` is not ``long_term``'s user.
         """
         config = ManagerConfig(
-            model=model,
-            max_short_term_tokens=max_short_term_tokens,
-            consolidate_every_tokens=consolidate_every_tokens,
-            background=background,
-            clock=clock,
-            system_prompt=system_prompt,
+            model, max_short_term_tokens, consolidate_every_tokens, background, clock, system_prompt
         )
         builder = ManagerBuilder(
             config, sessions=sessions, llm=llm, token_counter=token_counter, queue=scheduler

@@ -25,30 +25,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from agentmem.embeddings import cache, local, openai
 from agentmem.embeddings.base import Embedder
-from agentmem.embeddings.cache import CachedEmbedder, CacheInfo
-from agentmem.embeddings.local import (
-    ALL_MINILM_L6_V2,
-    ALL_MINILM_L6_V2_SHA256,
-    SentenceTransformerEmbedder,
-    default_embedder,
-)
-from agentmem.embeddings.openai import OpenAIEmbedder
+from agentmem.embeddings.cache import *
+from agentmem.embeddings.local import *
+from agentmem.embeddings.openai import *
 
 if TYPE_CHECKING:  # the deprecated names, for type checkers only
     from langchain_agentmem.embeddings import LangChainEmbedder as LangChainEmbedder
     from llamaindex_agentmem.embeddings import LlamaIndexEmbedder as LlamaIndexEmbedder
 
-__all__ = [
-    "ALL_MINILM_L6_V2",
-    "ALL_MINILM_L6_V2_SHA256",
-    "CacheInfo",
-    "CachedEmbedder",
-    "Embedder",
-    "OpenAIEmbedder",
-    "SentenceTransformerEmbedder",
-    "default_embedder",
-]
+__all__ = ["Embedder", *cache.__all__, *local.__all__, *openai.__all__]
 
 
 def __getattr__(name: str) -> type:
