@@ -26,8 +26,9 @@ import shutil
 import sys
 import time
 from collections.abc import Callable
-from types import TracebackType
 from typing import TextIO
+
+from agentmem._closing import ClosesOnExit
 
 __all__ = ["ProgressBar", "TransientStatus", "format_duration"]
 
@@ -55,7 +56,7 @@ def _is_tty(stream: TextIO) -> bool:
         return False
 
 
-class ProgressBar:
+class ProgressBar(ClosesOnExit):
     """A one-line progress bar with rate and ETA on a terminal; silent elsewhere.
 
     Args:
@@ -93,14 +94,6 @@ class ProgressBar:
     def __enter__(self) -> ProgressBar:
         self._draw(force=True)
         return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def advance(self, n: int = 1) -> None:
         """Count ``n`` more units done and redraw (at most ten times a second)."""
@@ -149,7 +142,7 @@ class ProgressBar:
         self._drawn_done = self.done
 
 
-class TransientStatus:
+class TransientStatus(ClosesOnExit):
     """A status line shown on a terminal while something runs, then erased.
 
     Example:
@@ -170,12 +163,8 @@ class TransientStatus:
             self.stream.flush()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def close(self) -> None:
+        """Erase the status line."""
         if self.enabled:
             self.stream.write("\r\033[K")
             self.stream.flush()

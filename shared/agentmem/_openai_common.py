@@ -153,7 +153,8 @@ class OpenAIClientOwner:
 
     Subclasses set :attr:`_name` (quoted in messages and ``repr``) and, if their endpoint
     needs other advice per HTTP status, :attr:`_hints`; they validate their own options
-    and the ``timeout`` before calling ``super().__init__``.
+    and the ``timeout`` before calling ``super().__init__`` with the connection options
+    their signatures share, in the same order.
     """
 
     _name: ClassVar[str] = "OpenAIClientOwner"
@@ -162,7 +163,6 @@ class OpenAIClientOwner:
     def __init__(
         self,
         model: str,
-        *,
         client: openai.OpenAI | None,
         async_client: openai.AsyncOpenAI | None,
         base_url: str | None,

@@ -83,15 +83,7 @@ class OpenAIEmbedder(OpenAIClientOwner):
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
             msg = f"timeout must be a number > 0, got {timeout!r}"
             raise ConfigurationError(msg)
-        super().__init__(
-            model,
-            client=client,
-            async_client=async_client,
-            base_url=base_url,
-            api_key=api_key,
-            timeout=timeout,
-            max_retries=max_retries,
-        )
+        super().__init__(model, client, async_client, base_url, api_key, timeout, max_retries)
         self.dimensions = dimensions
         self.batch_size = batch_size
         self._dimension = dimensions or _KNOWN_DIMENSIONS.get(model)

@@ -83,15 +83,7 @@ class OpenAIChatModel(OpenAIClientOwner):
         ):
             msg = f"max_tokens must be a positive int or None, got {max_tokens!r}"
             raise ConfigurationError(msg)
-        super().__init__(
-            model,
-            client=client,
-            async_client=async_client,
-            base_url=base_url,
-            api_key=api_key,
-            timeout=timeout,
-            max_retries=max_retries,
-        )
+        super().__init__(model, client, async_client, base_url, api_key, timeout, max_retries)
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.json_mode = json_mode
