@@ -49,8 +49,9 @@ from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
+from agentmem._checks import check_positive_int
 from agentmem._sansio import Program, async_twin, blocking, call, drive, locked, twin
-from agentmem.errors import ConfigurationError, StoreClosedError
+from agentmem.errors import StoreClosedError
 from agentmem.types import Message
 
 if TYPE_CHECKING:
@@ -78,12 +79,8 @@ class ConsolidationQueue:
     """
 
     def __init__(self, *, workers: int = 1, max_pending: int = 1024) -> None:
-        for name, value in (("workers", workers), ("max_pending", max_pending)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                msg = f"{name} must be a positive integer, got {value!r}"
-                raise ConfigurationError(msg)
-        self.workers = workers
-        self.max_pending = max_pending
+        self.workers = check_positive_int(workers, "workers")
+        self.max_pending = check_positive_int(max_pending, "max_pending")
         self._queue: queue_module.Queue[Any] = queue_module.Queue()
         self._waiting: dict[Hashable, Future[Any]] = {}
         self._threads: list[threading.Thread] = []

@@ -23,6 +23,7 @@ from typing import Literal, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from agentmem._checks import check_positive_int
 from agentmem._sansio import Program, async_twin, call, twin
 from agentmem.embeddings.base import Embedder, validate_text, validate_texts
 from agentmem.errors import ConfigurationError
@@ -124,13 +125,9 @@ class CachedEmbedder:
                 f"embed_documents, embed_query and async twins), got {type(inner).__name__}"
             )
             raise ConfigurationError(msg)
-        for name, value in (("max_entries", max_entries), ("max_bytes", max_bytes)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                msg = f"{name} must be an int >= 1, got {value!r}"
-                raise ConfigurationError(msg)
         self.inner = inner
-        self.max_entries = max_entries
-        self.max_bytes = max_bytes
+        self.max_entries = check_positive_int(max_entries, "max_entries")
+        self.max_bytes = check_positive_int(max_bytes, "max_bytes")
         self._entries: OrderedDict[bytes, _Vector] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from agentmem._async import run_in_executor
+from agentmem._checks import check_positive_int
 from agentmem.embeddings.base import validate_text, validate_texts
 from agentmem.embeddings.cache import CachedEmbedder
 from agentmem.errors import ConfigurationError, InvalidValueError
@@ -165,9 +166,7 @@ class SentenceTransformerEmbedder:
         expected_sha256: str | None = None,
         too_long: Literal["truncate", "error"] = "truncate",
     ) -> None:
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            msg = f"batch_size must be an int >= 1, got {batch_size!r}"
-            raise ConfigurationError(msg)
+        check_positive_int(batch_size, "batch_size")
         if too_long not in ("truncate", "error"):
             msg = f"too_long must be 'truncate' or 'error', got {too_long!r}"
             raise ConfigurationError(msg)

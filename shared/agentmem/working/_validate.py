@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from agentmem._checks import check_positive_int
 from agentmem.errors import ConfigurationError, InvalidValueError
 from agentmem.storable import check_storable_text, json_text
 from agentmem.working.models import TASK_STATUSES
@@ -35,14 +36,6 @@ DEFAULT_MAX_VALUE_BYTES = 64 * 1024
 MAX_KEY_LENGTH = 256
 TASK_TEXT_KEYS = ("description", "name", "title", "task", "goal")
 """Keys of a task dict that can give its description; the first one present is used."""
-
-
-def check_positive_int(value: object, name: str) -> int:
-    """An ``int`` >= 1 (not a bool), else :class:`ConfigurationError`."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        msg = f"{name} must be an integer >= 1, got {value!r}"
-        raise ConfigurationError(msg)
-    return value
 
 
 def check_max_tokens(max_tokens: object) -> int | None:
