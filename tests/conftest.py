@@ -12,10 +12,13 @@ place; ``AGENTMEM_TEST_TMP=`` (empty) keeps pytest's default.
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,6 +26,7 @@ from tests.redis_server import RedisServer, find_redis_server
 
 __all__ = ["redis_server", "redis_url"]
 
+_ROOT = Path(__file__).resolve().parents[1]
 _MEMORY_TMP = Path("/dev/shm")
 
 
@@ -74,3 +78,36 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
 def redis_url(redis_server: RedisServer) -> str:
     """URL of the session's ``redis-server`` (``redis://127.0.0.1:<port>/0``)."""
     return redis_server.url
+
+
+_MODULE_SCOPED = re.compile(r"""scope=["']module["']""")
+
+
+@functools.cache
+def _one_worker(module: str) -> bool:
+    """Whether the tests of ``module`` (a path relative to the root) must share a worker:
+    it has module-scoped fixtures (an expensive setup, or module-wide state such as a fault
+    report)."""
+    path = _ROOT / module
+    return path.suffix == ".py" and path.is_file() and bool(_MODULE_SCOPED.search(path.read_text()))
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``.ci/test`` runs on pytest-xdist workers with ``--dist loadgroup``: tests are spread one
+    by one, except that each module with module-scoped fixtures runs on one worker (its setup
+    runs once, its module-wide state sees all of its tests).
+
+    xdist's own loadgroup reads ``xdist_group`` marks by renaming node ids, which pytest 9.2
+    no longer honours; this scheduler groups by module path instead (the controller sees only
+    node ids).
+    """
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleGroups(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return module if _one_worker(module) else nodeid
+
+    return ModuleGroups(config, log)
