@@ -8,6 +8,7 @@ Example:
     [{'role': 'user', 'content': 'I only write Python, tabs not spaces'}]
 """
 
+from agentmem import errors
 from agentmem.context import BuiltContext
 from agentmem.controller.conflicts import ConflictDecision, ConflictResolver
 from agentmem.controller.consolidation import ConsolidationReport, MemoryConsolidator
@@ -22,21 +23,7 @@ from agentmem.embeddings import (
     SentenceTransformerEmbedder,
     default_embedder,
 )
-from agentmem.errors import (
-    AgentMemError,
-    ConfigurationError,
-    InvalidMessageError,
-    InvalidSessionIdError,
-    InvalidValueError,
-    LLMConnectionError,
-    LLMError,
-    LLMOutputError,
-    LLMResponseError,
-    LLMTimeoutError,
-    StoreError,
-    StoreUnavailableError,
-    TokenizerUnavailableError,
-)
+from agentmem.errors import *
 from agentmem.llm import ChatModel, StructuredChatModel, acomplete_json, complete_json
 from agentmem.long_term import EpisodicMemory, LongTermMemory, MemoryRecord, SemanticMemory
 from agentmem.service import MemoryService
@@ -53,12 +40,10 @@ from agentmem.types import Message, ToolCall
 from agentmem.working import Hypothesis, ScratchpadEntry, Task, TaskStatus, WorkingMemory
 
 __all__ = [
-    "AgentMemError",
     "Bm25Encoder",
     "BuiltContext",
     "CachedEmbedder",
     "ChatModel",
-    "ConfigurationError",
     "ConflictDecision",
     "ConflictResolver",
     "ConsolidationQueue",
@@ -69,14 +54,6 @@ __all__ = [
     "ForgettingPolicy",
     "ForgettingReport",
     "Hypothesis",
-    "InvalidMessageError",
-    "InvalidSessionIdError",
-    "InvalidValueError",
-    "LLMConnectionError",
-    "LLMError",
-    "LLMOutputError",
-    "LLMResponseError",
-    "LLMTimeoutError",
     "LongTermMemory",
     "MemoryConsolidator",
     "MemoryManager",
@@ -92,19 +69,17 @@ __all__ = [
     "ShortTermView",
     "SlidingWindowMemory",
     "SparseEncoder",
-    "StoreError",
-    "StoreUnavailableError",
     "StructuredChatModel",
     "SummaryBufferMemory",
     "Task",
     "TaskStatus",
     "TokenCounter",
-    "TokenizerUnavailableError",
     "ToolCall",
     "WorkingMemory",
     "acomplete_json",
     "complete_json",
     "default_embedder",
+    *errors.__all__,  # the whole error hierarchy
 ]
 
 

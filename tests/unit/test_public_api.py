@@ -43,7 +43,11 @@ def test_required_names_are_exported(module: str, names: list[str]) -> None:
 
 
 def test_all_lists_exactly_what_the_package_exports() -> None:
-    assert agentmem.__all__ == sorted(agentmem.__all__, key=lambda n: (n[0].islower(), n))
+    # The package's own names, sorted, then the whole error hierarchy of agentmem.errors.
+    own = agentmem.__all__[: -len(agentmem.errors.__all__)]
+    assert own == sorted(own, key=lambda n: (n[0].islower(), n))
+    assert agentmem.__all__ == [*own, *agentmem.errors.__all__]
+    assert len(set(agentmem.__all__)) == len(agentmem.__all__)
     for name in agentmem.__all__:
         assert hasattr(agentmem, name), name
 
