@@ -39,7 +39,8 @@ from agentmem.controller.config import DEFAULT_MODEL, ManagerConfig
 from agentmem.controller.manager import MemoryManager
 from agentmem.controller.scheduler import ConsolidationQueue
 from agentmem.embeddings import Embedder
-from agentmem.errors import DimensionMismatchError, StoreClosedError
+from agentmem.embeddings.base import check_store_dimension
+from agentmem.errors import StoreClosedError
 from agentmem.llm import ChatModel
 from agentmem.long_term.memory import LongTermMemory
 from agentmem.long_term.ranking import RankingConfig
@@ -109,13 +110,9 @@ class MemoryService:
         ranking: RankingConfig | None = None,
         on_close: Sequence[Callable[[], None]] = (),
     ) -> None:
-        if embedder.dimension != memory_store.dimension:
-            msg = (
-                f"the embedder makes {embedder.dimension}-dimensional vectors but the store "
-                f"holds {memory_store.dimension}-dimensional ones; use the embedder the store "
-                "was created with, or another home / collection"
-            )
-            raise DimensionMismatchError(msg)
+        check_store_dimension(
+            embedder.dimension, memory_store.dimension, otherwise="another home / collection"
+        )
         self.sessions = sessions
         self.memory_store = memory_store
         self.embedder = embedder

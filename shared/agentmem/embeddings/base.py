@@ -40,7 +40,13 @@ from typing_extensions import Protocol, runtime_checkable
 from agentmem.errors import DimensionMismatchError, InvalidValueError
 from agentmem.storable import check_storable_text
 
-__all__ = ["Embedder", "check_dimension", "validate_text", "validate_texts"]
+__all__ = [
+    "Embedder",
+    "check_dimension",
+    "check_store_dimension",
+    "validate_text",
+    "validate_texts",
+]
 
 
 @runtime_checkable
@@ -135,3 +141,24 @@ def check_dimension(vectors: Sequence[Sequence[float]], dimension: int, *, sourc
                 "or check that the model did not change"
             )
             raise DimensionMismatchError(msg)
+
+
+def check_store_dimension(embedder_dimension: int, store_dimension: int, *, otherwise: str) -> None:
+    """Raise :class:`DimensionMismatchError` if an embedder's vectors do not fit a store.
+
+    ``otherwise`` is what else to use, after "use the embedder the store was created with".
+
+    Example:
+        >>> check_store_dimension(384, 384, otherwise="another home")
+        >>> check_store_dimension(384, 768, otherwise="another home")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        agentmem.errors.DimensionMismatchError: the embedder makes 384-dimensional vectors ...
+    """
+    if embedder_dimension != store_dimension:
+        msg = (
+            f"the embedder makes {embedder_dimension}-dimensional vectors but the store holds "
+            f"{store_dimension}-dimensional ones; use the embedder the store was created "
+            f"with, or {otherwise}"
+        )
+        raise DimensionMismatchError(msg)
