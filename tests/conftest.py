@@ -2,7 +2,8 @@
 
 Tests that use these fixtures should be marked ``pytest.mark.integration``.
 
-Temporary directories live in memory (``/dev/shm``) when the machine has it: the stores
+Temporary directories live in memory (``/dev/shm``) when the machine has it with at least
+4 GiB free (a container's small default tmpfs is not used): the stores
 fsync on every write (Qdrant Edge on each update, Redis with ``appendfsync always``), and on
 a disk that is most of a test's time (opening a Qdrant Edge store: ~1.8 s on ext4, ~0.15 s
 on tmpfs). A killed process loses nothing either way (the page cache outlives it), so the
@@ -28,6 +29,9 @@ __all__ = ["redis_server", "redis_url"]
 
 _ROOT = Path(__file__).resolve().parents[1]
 _MEMORY_TMP = Path("/dev/shm")
+# What a whole run may hold at once there (each Qdrant Edge store preallocates ~100 MB; the
+# directories of passing tests are removed as they end, see tmp_path_retention_policy).
+_MEMORY_TMP_MIN_FREE = 4 << 30
 
 
 def _temp_root() -> str | None:
@@ -36,11 +40,13 @@ def _temp_root() -> str | None:
     if chosen is not None:
         return chosen or None
     if _MEMORY_TMP.is_dir() and os.access(_MEMORY_TMP, os.W_OK | os.X_OK):
-        try:  # a tmpfs mounted noexec or full must not break the run
+        try:  # a tmpfs mounted noexec, small or nearly full must not break the run
             tempfile.TemporaryDirectory(dir=_MEMORY_TMP).cleanup()
+            stats = os.statvfs(_MEMORY_TMP)
         except OSError:
             return None
-        return str(_MEMORY_TMP)
+        if stats.f_bavail * stats.f_frsize >= _MEMORY_TMP_MIN_FREE:
+            return str(_MEMORY_TMP)
     return None
 
 
