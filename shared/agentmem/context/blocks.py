@@ -40,7 +40,14 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class InstructionsBlock:
+class _TextBlock:
+    """A block that is one text, rendered as its kind says."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class InstructionsBlock(_TextBlock):
     """The system prompt: first in the system message; never dropped.
 
     Example:
@@ -48,12 +55,11 @@ class InstructionsBlock:
         'system'
     """
 
-    text: str
     key: ClassVar[str] = "system"
 
 
 @dataclass(frozen=True)
-class SummaryBlock:
+class SummaryBlock(_TextBlock):
     """A rolling conversation summary as a section of the system message, rendered as a
     ``<conversation_summary>`` block with its text escaped
     (:func:`agentmem.short_term.summary.render_summary`). Use it when the history is a
@@ -64,7 +70,6 @@ class SummaryBlock:
         'summary'
     """
 
-    text: str
     key: ClassVar[str] = "summary"
 
 
@@ -176,7 +181,7 @@ class MessagesBlock:
 
 
 @dataclass(frozen=True)
-class QueryBlock:
+class QueryBlock(_TextBlock):
     """The user's new message, sent last; never dropped.
 
     Example:
@@ -184,7 +189,6 @@ class QueryBlock:
         'query'
     """
 
-    text: str
     key: ClassVar[str] = "query"
 
 
