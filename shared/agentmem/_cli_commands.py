@@ -271,7 +271,7 @@ def ingest_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """``agentmem ingest FILE --user U``: JSONL chat messages (appended to their sessions'
     logs and consolidated) or a LoCoMo-style file (one episodic memory per turn)."""
     from agentmem.controller.manager import MemoryManager
-    from agentmem.ingest import locomo_records
+    from agentmem.ingest import locomo_records, store_in_batches
 
     user = common.check_user(args)
     session = common.check_session(args.session)
@@ -298,10 +298,7 @@ def ingest_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                     raise InvalidValueError(msg) from None
             embedder.load()
             with ProgressBar(len(records), label="ingest", unit="turns", stream=err) as bar:
-                for start in range(0, len(records), BATCH):
-                    batch = records[start : start + BATCH]
-                    memory.store_records(batch)
-                    bar.advance(len(batch))
+                store_in_batches(memory, records, batch_size=BATCH, progress=bar.advance)
         finally:
             memory.close()
         out.write(f"ingested {len(records)} turns from {len(locomo)} LoCoMo conversations\n")

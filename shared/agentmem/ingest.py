@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -40,6 +40,7 @@ __all__ = [
     "locomo_turns",
     "parse_session_date",
     "read_jsonl_messages",
+    "store_in_batches",
     "turn_context",
     "turn_text",
 ]
@@ -242,6 +243,45 @@ def read_jsonl_messages(path: Path, *, default_session: str) -> dict[str, list[M
     return sessions
 
 
+#: Records per ``store_records`` call in :func:`store_in_batches`.
+BATCH_SIZE = 256
+
+
+def store_in_batches(
+    memory: LongTermMemory,
+    records: Sequence[MemoryRecord],
+    *,
+    batch_size: int = BATCH_SIZE,
+    progress: Callable[[int], object] | None = None,
+) -> int:
+    """Write ``records`` with ``memory.store_records``, ``batch_size`` at a time, as fast as
+    the embedding model allows; returns how many were written.
+
+    The records are written shortest text first, so each batch holds texts of similar
+    length: a model pads every text of a forward pass to the longest one, and batches cut
+    from a conversation in order mix one-word replies with paragraphs (measured here:
+    all-MiniLM-L6-v2 embeds LoCoMo turns about twice as fast sorted by length). Records are
+    independent (ids, dates and context are set before), so the order they are written in
+    changes nothing but the speed. ``progress`` gets the size of each batch written.
+
+    Raises:
+        InvalidValueError: ``batch_size`` is not a positive integer.
+
+    Example:
+        >>> store_in_batches(memory, records, progress=bar.advance)  # doctest: +SKIP
+        2760
+    """
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        msg = f"batch_size must be a positive integer, got {batch_size!r}"
+        raise InvalidValueError(msg)
+    ordered = sorted(records, key=lambda r: len(r.content))
+    for batch in _batches(ordered, batch_size):
+        memory.store_records(batch)
+        if progress is not None:
+            progress(len(batch))
+    return len(ordered)
+
+
 def _batches(items: list[Any], size: int) -> Iterator[list[Any]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
@@ -253,15 +293,19 @@ def ingest_file(manager: MemoryManager, path: Path, *, progress: TextIO | None =
     head = text.lstrip()[:1]
     if head == "[":
         samples = json.loads(text)
-        total = 0
+        records = []
         for sample in samples:
             turns, _ = locomo_turns(sample.get("conversation", {}))
-            records = locomo_records(manager.long_term, turns)
-            for batch in _batches(records, 256):
-                manager.long_term.store_records(batch)
-                total += len(batch)
-                if progress is not None:
-                    progress.write(f"\r{total} memories")
+            records += locomo_records(manager.long_term, turns)
+        total = 0
+
+        def advance(count: int) -> None:
+            nonlocal total
+            total += count
+            if progress is not None:
+                progress.write(f"\r{total} memories")
+
+        store_in_batches(manager.long_term, records, progress=advance)
         if progress is not None:
             progress.write("\n")
         return f"ingested {total} turns from {len(samples)} LoCoMo conversations"
