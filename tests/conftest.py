@@ -98,6 +98,7 @@ def _one_worker(module: str) -> bool:
     return path.suffix == ".py" and path.is_file() and bool(_MODULE_SCOPED.search(path.read_text()))
 
 
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: fine without it
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """``.ci/test`` runs on pytest-xdist workers with ``--dist loadgroup``: tests are spread one
     by one, except that each module with module-scoped fixtures runs on one worker (its setup
