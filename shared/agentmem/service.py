@@ -276,7 +276,7 @@ class MemoryService:
         self, user_id: str, session_id: str | None, agent_id: str | None
     ) -> MemoryManager:
         long_term = self.long_term(user_id, agent_id=agent_id)
-        return self._builder.build(long_term, session_id=session_id)
+        return self._builder.build(long_term, session_id=session_id, manager_class=MemoryManager)
 
     # -- lifecycle -------------------------------------------------------------------------
 

@@ -455,8 +455,8 @@ def test_user_mismatch_is_refused_by_the_builder(home: Home) -> None:
     with home.manager("s1") as mem:
         builder = ManagerBuilder(ManagerConfig(), sessions=mem.short_term.store)
         with pytest.raises(ConfigurationError, match="differs"):
-            builder.build(mem.long_term, user_id="bob")
-        other = builder.build(mem.long_term)  # a new session of the memory's user
+            builder.build(mem.long_term, user_id="bob", manager_class=MemoryManager)
+        other = builder.build(mem.long_term, manager_class=MemoryManager)  # a new session
         assert other.user_id == "alice"
         assert other.session_id.startswith("alice-")
         assert other.token_counter.model == DEFAULT_MODEL

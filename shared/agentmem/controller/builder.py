@@ -4,17 +4,20 @@
 :meth:`MemoryManager.from_parts <agentmem.MemoryManager.from_parts>` and
 :class:`~agentmem.MemoryService` all build managers here, so how the tiers, the
 consolidator, the forgetting policy and the consolidation scheduler are put together
-exists once. :class:`ManagerBuilder` holds what the managers of a deployment share (the config, the
-session store, the chat model, the token counter, the consolidation queue) and makes one
+exists once. :class:`ManagerBuilder` holds what the managers of a deployment share (the
+config, the session store, the chat model, the token counter, the consolidation queue) and makes one
 manager per user and session, or the long-term memory of a user on a shared store; the
-stores themselves come from :func:`agentmem.backends.acquire_stores`.
+stores themselves come from :func:`agentmem.backends.acquire_stores`. The caller names the
+manager class to make (``manager_class``), so this module does not import the manager.
 
 Example:
     >>> from agentmem.controller.builder import ManagerBuilder
     >>> from agentmem.controller.config import ManagerConfig
     >>> config = ManagerConfig(consolidate_every_tokens=None)
     >>> builder = ManagerBuilder(config, sessions=sessions)  # doctest: +SKIP
-    >>> with builder.build(long_term, session_id="s1") as manager:  # doctest: +SKIP
+    >>> with builder.build(  # doctest: +SKIP
+    ...     long_term, session_id="s1", manager_class=MemoryManager
+    ... ) as manager:
     ...     _ = manager.process_interaction("I indent with tabs", "Noted.")
 """
 
@@ -23,7 +26,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from agentmem.backends import BackendConfig, acquire_stores
 from agentmem.controller.config import ManagerConfig
@@ -38,11 +41,14 @@ from agentmem.types import utcnow
 from agentmem.working import WorkingMemory
 
 if TYPE_CHECKING:
-    from agentmem.controller.manager import MemoryManager
     from agentmem.embeddings import Embedder
     from agentmem.llm import ChatModel
     from agentmem.long_term.store import MemoryStore
     from agentmem.stores.base import SessionStore
+
+#: The manager class a builder makes (``MemoryManager`` or a subclass); the builder does
+#: not import it, so the controller's modules import each other one way only.
+M = TypeVar("M")
 
 __all__ = ["ManagerBuilder"]
 
@@ -61,7 +67,7 @@ class ManagerBuilder:
 
     Example:
         >>> builder = ManagerBuilder(ManagerConfig(), sessions=sessions)  # doctest: +SKIP
-        >>> builder.build(long_term).session_id  # doctest: +SKIP
+        >>> builder.build(long_term, manager_class=MemoryManager).session_id  # doctest: +SKIP
         'alice-3f2a9c0d1e4b'
     """
 
@@ -92,8 +98,8 @@ class ManagerBuilder:
         home: str | os.PathLike[str] | None = None,
         llm: ChatModel | None = None,
         embedder: Embedder | None = None,
-        manager_class: type[MemoryManager] | None = None,
-    ) -> MemoryManager:
+        manager_class: Callable[..., M],
+    ) -> M:
         """A manager that owns a share of the stores of ``home`` (or of the servers set in
         the environment) and releases it when closed (see ``MemoryManager.open``)."""
         from agentmem.embeddings import default_embedder
@@ -152,8 +158,8 @@ class ManagerBuilder:
         user_id: str | None = None,
         session_id: str | None = None,
         on_close: Sequence[Callable[[], None]] = (),
-        manager_class: type[MemoryManager] | None = None,
-    ) -> MemoryManager:
+        manager_class: Callable[..., M],
+    ) -> M:
         """A manager of ``long_term``'s user on the session ``session_id`` (default: a new
         session id); ``on_close`` runs when it is closed.
 
@@ -180,8 +186,7 @@ class ManagerBuilder:
         working = WorkingMemory(
             session_id=session_id, store=self.sessions, clock=config.clock, token_counter=counter
         )
-        make = manager_class if manager_class is not None else _manager_class()
-        return make(
+        return manager_class(
             short_term=short_term,
             working=working,
             long_term=long_term,
@@ -193,12 +198,6 @@ class ManagerBuilder:
             scheduler=self.queue,
             on_close=on_close,
         )
-
-
-def _manager_class() -> type[MemoryManager]:
-    from agentmem.controller.manager import MemoryManager
-
-    return MemoryManager
 
 
 def _nothing() -> None:
