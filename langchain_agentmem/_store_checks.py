@@ -21,8 +21,8 @@ from collections.abc import Sequence
 
 from langgraph.store.base import GetOp, ListNamespacesOp, Op, PutOp, SearchOp
 
-from agentmem.storable import check_storable_text, find_json_problem, json_text
 from agentmem.errors import InvalidValueError
+from agentmem.storable import check_storable_text, find_json_problem, json_text
 
 __all__ = ["check_op"]
 

@@ -21,8 +21,8 @@ from llama_index.core.base.llms.types import (
     ToolCallBlock,
 )
 
-from agentmem.storable import find_json_problem
 from agentmem.errors import InvalidMessageError
+from agentmem.storable import find_json_problem
 from agentmem.types import Message, ToolCall
 
 __all__ = ["META_KEY", "from_agentmem", "text_of", "to_agentmem", "to_agentmem_many"]

@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentmem.storable import MAX_JSON_DEPTH, json_problem, json_text
 from agentmem.embeddings.base import validate_text, validate_texts
 from agentmem.errors import InvalidMessageError, InvalidValueError
+from agentmem.storable import MAX_JSON_DEPTH, json_problem, json_text
 from agentmem.stores.memory import InMemorySessionStore
 from agentmem.types import Message, ToolCall
 from agentmem.working import STATE_KEY, WorkingMemory
