@@ -8,7 +8,7 @@ from typing import Any
 
 from agentmem._sansio import Program, async_twin, twin
 from agentmem.errors import InvalidValueError
-from agentmem.long_term.memory import LongTermMemory
+from agentmem.long_term._view import MemoryView
 from agentmem.long_term.store import ScoredRecord
 
 __all__ = ["Episode", "EpisodicMemory"]
@@ -52,7 +52,7 @@ class Episode:
         )
 
 
-class EpisodicMemory:
+class EpisodicMemory(MemoryView):
     """Episodes on a :class:`LongTermMemory` (type ``episodic``, subtype ``episode``).
 
     Example:
@@ -60,9 +60,6 @@ class EpisodicMemory:
         >>> episodes.store_episode("CI failed on a flaky test", "re-ran it", "it passed",
         ...                        lesson="quarantine flaky tests")  # doctest: +SKIP
     """
-
-    def __init__(self, memory: LongTermMemory) -> None:
-        self.memory = memory
 
     @twin
     def store_episode(
@@ -79,9 +76,8 @@ class EpisodicMemory:
     ) -> Program[str]:
         """Store an episode; returns its memory id."""
         content, meta = _episode(situation, action, outcome, lesson, metadata)
-        store = type(self.memory).store_memory.program
-        record = yield from store(
-            self.memory, content, "episodic", meta, importance, subtype="episode", **fields
+        record = yield from self._store(
+            content, "episodic", meta, importance, subtype="episode", **fields
         )
         return record.id
 
@@ -90,8 +86,7 @@ class EpisodicMemory:
     @twin
     def recall_similar_episodes(self, situation: str, top_k: int = 3) -> Program[list[Episode]]:
         """Episodes whose situation resembles ``situation``, most similar first."""
-        retrieve = type(self.memory).retrieve_memories.program
-        hits = yield from retrieve(self.memory, situation, top_k, memory_type="episodic")
+        hits = yield from self._retrieve(situation, top_k, "episodic")
         return [Episode.from_hit(h) for h in hits]
 
     arecall_similar_episodes = async_twin(recall_similar_episodes)

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from agentmem._pydantic import describe
 from agentmem._sansio import Program, async_twin, twin
 from agentmem.errors import InvalidValueError
-from agentmem.long_term.memory import LongTermMemory
+from agentmem.long_term._view import MemoryView
 from agentmem.long_term.records import MemoryRecord, RecordFilter, Relation
 from agentmem.long_term.store import ScoredRecord
 
@@ -44,7 +44,7 @@ class RelatedConcept:
     path: tuple[tuple[str, str, str], ...]
 
 
-class SemanticMemory:
+class SemanticMemory(MemoryView):
     """Facts and concepts on a :class:`LongTermMemory` (type ``semantic``).
 
     Example:
@@ -54,9 +54,6 @@ class SemanticMemory:
         >>> [c.concept for c in knowledge.get_related_concepts("Python")]  # doctest: +SKIP
         ['programming language']
     """
-
-    def __init__(self, memory: LongTermMemory) -> None:
-        self.memory = memory
 
     @twin
     def store_knowledge(
@@ -71,9 +68,7 @@ class SemanticMemory:
     ) -> Program[str]:
         """Store facts about ``concept`` with its relations; returns the memory id."""
         content, edges = _knowledge(concept, facts, relations)
-        store = type(self.memory).store_memory.program
-        record = yield from store(
-            self.memory,
+        record = yield from self._store(
             content,
             "semantic",
             None,
@@ -90,8 +85,7 @@ class SemanticMemory:
     @twin
     def query_knowledge(self, query: str, top_k: int = 5) -> Program[list[ScoredRecord]]:
         """Semantic memories most relevant to ``query``."""
-        retrieve = type(self.memory).retrieve_memories.program
-        return (yield from retrieve(self.memory, query, top_k, memory_type="semantic"))
+        return (yield from self._retrieve(query, top_k, "semantic"))
 
     aquery_knowledge = async_twin(query_knowledge)
 
