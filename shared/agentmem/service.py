@@ -232,12 +232,15 @@ class MemoryService:
             InvalidValueError: ``user_id`` is empty or not a valid id.
         """
         self._check_open()
-        return self._builder.long_term(
-            self.memory_store,
-            self.embedder,
-            user_id,
+        return LongTermMemory(
+            store=self.memory_store,
+            embedder=self.embedder,
+            user_id=user_id,
             agent_id=agent_id,
             session_id=session_id,
+            ranking=self.config.ranking,
+            clock=self.config.clock,
+            on_close=_nothing,
         )
 
     def manager(
@@ -326,3 +329,7 @@ class MemoryService:
             f"MemoryService(sessions={type(self.sessions).__name__}, "
             f"memories={type(self.memory_store).__name__}, model={self.model!r}, {state})"
         )
+
+
+def _nothing() -> None:
+    """A shared store is closed by its owner (the service), not by one user's memory."""

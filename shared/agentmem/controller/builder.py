@@ -5,10 +5,10 @@
 :class:`~agentmem.MemoryService` all build managers here, so how the tiers, the
 consolidator, the forgetting policy and the consolidation scheduler are put together
 exists once. :class:`ManagerBuilder` holds what the managers of a deployment share (the
-config, the session store, the chat model, the token counter, the consolidation queue) and makes one
-manager per user and session, or the long-term memory of a user on a shared store; the
-stores themselves come from :func:`agentmem.backends.acquire_stores`. The caller names the
-manager class to make (``manager_class``), so this module does not import the manager.
+config, the session store, the chat model, the token counter, the consolidation queue) and
+makes one manager per user and session; the stores themselves come from
+:func:`agentmem.backends.acquire_stores`. The caller names the manager class to make
+(``manager_class``), so this module does not import the manager.
 
 Example:
     >>> from agentmem.controller.builder import ManagerBuilder
@@ -43,7 +43,6 @@ from agentmem.working import WorkingMemory
 if TYPE_CHECKING:
     from agentmem.embeddings import Embedder
     from agentmem.llm import ChatModel
-    from agentmem.long_term.store import MemoryStore
     from agentmem.stores.base import SessionStore
 
 #: The manager class a builder makes (``MemoryManager`` or a subclass); the builder does
@@ -126,31 +125,6 @@ class ManagerBuilder:
             leases.release()
             raise
 
-    def long_term(
-        self,
-        store: MemoryStore,
-        embedder: Embedder,
-        user_id: str,
-        *,
-        agent_id: str | None = None,
-        session_id: str | None = None,
-    ) -> LongTermMemory:
-        """One user's long-term memory on a shared ``store`` (closing it closes nothing).
-
-        Raises:
-            InvalidValueError: ``user_id`` is empty or not a valid id.
-        """
-        return LongTermMemory(
-            store=store,
-            embedder=embedder,
-            user_id=user_id,
-            agent_id=agent_id,
-            session_id=session_id,
-            ranking=self.config.ranking,
-            clock=self.config.clock,
-            on_close=_nothing,
-        )
-
     def build(
         self,
         long_term: LongTermMemory,
@@ -198,7 +172,3 @@ class ManagerBuilder:
             scheduler=self.queue,
             on_close=on_close,
         )
-
-
-def _nothing() -> None:
-    """A shared store is closed by its owner, not by one user's memory."""
