@@ -343,3 +343,32 @@ async def test_complete_json_program_composes_into_a_larger_program(mode: str) -
     answers = drive(program) if mode == "sync" else await adrive(program)
     assert answers == [EXPECTED, EXPECTED]
     assert len(llm.calls) == 3  # one retry in the first, none in the second
+
+
+class _Verdict(BaseModel):
+    ok: bool
+
+
+async def test_an_async_only_model_serves_acomplete_json() -> None:
+    class AsyncOnly:
+        async def acomplete(self, messages: object) -> str:
+            return '{"ok": true}'
+
+    msgs = [{"role": "user", "content": "?"}]
+    assert await acomplete_json(AsyncOnly(), msgs, _Verdict) == _Verdict(ok=True)
+    with pytest.raises(ConfigurationError, match=r"has acomplete\(\) but no complete\(\)"):
+        complete_json(AsyncOnly(), msgs, _Verdict)
+
+
+async def test_a_model_s_own_async_json_method_is_used() -> None:
+    class AsyncJson:
+        def complete(self, messages: object) -> str:
+            return "not json"
+
+        async def acomplete_json(
+            self, messages: object, schema: type[_Verdict], max_retries: int = 2
+        ) -> _Verdict:
+            return schema(ok=True)
+
+    msgs = [{"role": "user", "content": "?"}]
+    assert await acomplete_json(AsyncJson(), msgs, _Verdict) == _Verdict(ok=True)

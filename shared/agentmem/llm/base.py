@@ -186,13 +186,13 @@ def complete_json_program(
         Answer(ok=True)
     """
     _check_options(schema, max_retries)
-    native = getattr(llm, "complete_json", None)
-    if callable(native):
-        anative = _async_face(llm, "acomplete_json", native)
+    if _has(llm, "complete_json") or _has(llm, "acomplete_json"):
+        native, anative = _faces(llm, "complete_json")
         result = yield from call(native, anative, messages, schema, max_retries=max_retries)
         return _coerce_native(result, schema)
-    complete = _require_method(llm, "complete")
-    acomplete = _async_face(llm, "acomplete", complete)
+    if not (_has(llm, "complete") or _has(llm, "acomplete")):
+        _require_method(llm, "complete")
+    complete, acomplete = _faces(llm, "complete")
     base = _with_json_instruction(_as_dicts(messages), schema)
     prompt = base
     attempts = max_retries + 1
@@ -224,12 +224,29 @@ def complete_json_program(
     raise LLMOutputError(msg, raw_output=str(raw), attempts=attempts)
 
 
-def _async_face(llm: object, name: str, sync: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
-    """``llm``'s async method ``name``, else ``sync`` run in a worker thread."""
-    method = getattr(llm, name, None)
-    if callable(method):
-        return cast(Callable[..., Awaitable[Any]], method)
-    return functools.partial(run_in_executor, sync)
+def _has(llm: object, name: str) -> bool:
+    return callable(getattr(llm, name, None))
+
+
+def _faces(llm: object, name: str) -> tuple[Callable[..., Any], Callable[..., Awaitable[Any]]]:
+    """``llm``'s sync method ``name`` and its async twin ``a<name>``. A model with only one
+    of the two serves both drivers: the async face runs the sync method in a worker thread,
+    and the sync face of an async-only model raises :class:`ConfigurationError` when the
+    sync driver calls it."""
+    sync = getattr(llm, name, None)
+    asynchronous = getattr(llm, "a" + name, None)
+    if not callable(sync):
+
+        def sync(*args: Any, **kwargs: Any) -> Any:
+            msg = (
+                f"{type(llm).__name__} has a{name}() but no {name}(): use the async API "
+                "(e.g. acomplete_json, abuild_context) with this model"
+            )
+            raise ConfigurationError(msg)
+
+    if not callable(asynchronous):
+        asynchronous = functools.partial(run_in_executor, sync)
+    return sync, cast(Callable[..., Awaitable[Any]], asynchronous)
 
 
 class _InvalidOutputError(ValueError):

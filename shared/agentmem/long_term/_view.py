@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from agentmem._sansio import Program
+from agentmem._sansio import Program, call
 from agentmem.long_term.memory import LongTermMemory
 from agentmem.long_term.records import MemoryRecord
 from agentmem.long_term.store import ScoredRecord
@@ -45,11 +45,25 @@ class MemoryView:
         importance: float,
         **fields: Any,
     ) -> Program[MemoryRecord]:
-        """``memory.store_memory`` as a program."""
-        store = type(self.memory).store_memory.program
-        return (yield from store(self.memory, content, memory_type, metadata, importance, **fields))
+        """``memory.store_memory`` as a request (an override or wrapper of it is honoured)."""
+        m = self.memory
+        return (
+            yield from call(
+                m.store_memory,
+                m.astore_memory,
+                content,
+                memory_type,
+                metadata,
+                importance,
+                **fields,
+            )
+        )
 
     def _retrieve(self, query: str, top_k: int, memory_type: str) -> Program[list[ScoredRecord]]:
-        """``memory.retrieve_memories`` of one memory type, as a program."""
-        retrieve = type(self.memory).retrieve_memories.program
-        return (yield from retrieve(self.memory, query, top_k, memory_type=memory_type))
+        """``memory.retrieve_memories`` of one memory type, as a request."""
+        m = self.memory
+        return (
+            yield from call(
+                m.retrieve_memories, m.aretrieve_memories, query, top_k, memory_type=memory_type
+            )
+        )
