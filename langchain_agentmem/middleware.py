@@ -159,7 +159,7 @@ class AgentMemoryMiddleware(AgentMiddleware):
         block = None
         if working is not None:
             room = WorkingBlock.room(self.max_tokens, self.working_share)
-            render = manager.working.get_context_for_llm
+            render = manager.working.render  # re-renders what was read: no I/O
             block = WorkingBlock(render, self.working_share, rendered=(room, working))
         fitted = fit_request(
             manager.token_counter,

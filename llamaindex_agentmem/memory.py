@@ -262,7 +262,7 @@ class AgentMemory(BaseMemory):
         ]
         if working is not None:
             room = WorkingBlock.room(budget, self.working_share)
-            render = manager.working.get_context_for_llm
+            render = manager.working.render  # re-renders what was read: no I/O
             blocks.append(WorkingBlock(render, self.working_share, rendered=(room, working)))
         built = assemble_context(blocks, counter=manager.token_counter, max_tokens=budget)
         head = [ChatMessage(role=MessageRole.SYSTEM, content=built.system)] if built.system else []

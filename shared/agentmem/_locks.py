@@ -23,6 +23,8 @@ class KeyedLock:
     """A ``threading.Lock`` that can be weakly referenced (so unused keys go away)."""
 
     def __init__(self) -> None:
+        #: The thread whose event loop holds the lock (for an async holder), else None.
+        self.loop_thread: int | None = None
         self._lock = threading.Lock()
         self.acquire = self._lock.acquire
         self.release = self._lock.release
@@ -60,6 +62,8 @@ class holding:
         # lock taken behind it.
         while not self._lock.acquire(blocking=False):  # noqa: ASYNC110
             await asyncio.sleep(0.002)
+        self._lock.loop_thread = threading.get_ident()
 
     async def __aexit__(self, *exc: object) -> None:
+        self._lock.loop_thread = None
         self._lock.release()

@@ -50,12 +50,14 @@ Example:
 from __future__ import annotations
 
 import functools
+import threading
 import types
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Hashable
 from typing import Any, Concatenate, Generic, ParamSpec, TypeAlias, TypeVar, overload
 
 from agentmem._async import run_in_executor
 from agentmem._locks import holding, keyed_lock
+from agentmem.errors import BlockingCallError
 
 __all__ = [
     "Program",
@@ -206,8 +208,21 @@ class _Locked(Request[T]):
         self._key, self._program = key, program
 
     def run(self) -> T:
-        with keyed_lock(self._key):
+        lock = keyed_lock(self._key)
+        if not lock.acquire(blocking=False):
+            if lock.loop_thread == threading.get_ident():
+                # A task of this thread's own event loop holds it, suspended at an await:
+                # it can only resume once this call returns, so waiting would never end.
+                msg = (
+                    f"a blocking call needs the lock {self._key!r} that a task of this "
+                    "thread's event loop holds; call the async method (a...) from async code"
+                )
+                raise BlockingCallError(msg)
+            lock.acquire()
+        try:
             return drive(self._program)
+        finally:
+            lock.release()
 
     async def arun(self) -> T:
         lock = keyed_lock(self._key)
@@ -218,6 +233,10 @@ class _Locked(Request[T]):
 def locked(key: Hashable, program: Program[T]) -> Request[T]:
     """A request to run ``program`` under the process-wide lock of ``key``: threads and
     asyncio tasks that lock one key never interleave their programs.
+
+    An async holder keeps the lock across its awaits. A *blocking* call made on that event
+    loop's own thread meanwhile cannot wait for it (the holder resumes only after the call
+    returns), so it raises :class:`~agentmem.errors.BlockingCallError` instead of hanging.
 
     Example:
         >>> def count() -> Program[int]:

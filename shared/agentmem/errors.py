@@ -40,6 +40,7 @@ from typing import Literal, get_args
 
 __all__ = [
     "AgentMemError",
+    "BlockingCallError",
     "ConfigurationError",
     "DimensionMismatchError",
     "InvalidMessageError",
@@ -84,6 +85,13 @@ class DimensionMismatchError(ConfigurationError):
 
 class TokenizerUnavailableError(ConfigurationError, RuntimeError):
     """No tiktoken encoding could be loaded (offline and no cached encoding file)."""
+
+
+class BlockingCallError(AgentMemError, RuntimeError):
+    """A blocking (sync) call was made on an event loop's thread while one of that loop's
+    own tasks holds the lock it needs (e.g. ``wm.set_variable`` inside ``async def`` code
+    while ``await wm.aset_variable(...)`` is in flight): waiting would hang the loop
+    forever, so the call fails instead. Use the async method (``a...``) there."""
 
 
 class InvalidMessageError(AgentMemError, ValueError):

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from agentmem import WorkingMemory
 from agentmem._sansio import (
     Program,
     adrive,
@@ -21,6 +22,8 @@ from agentmem._sansio import (
     offload,
     twin,
 )
+from agentmem.errors import BlockingCallError
+from agentmem.stores import InMemorySessionStore
 
 
 class Ledger:
@@ -181,3 +184,49 @@ def test_offload_honours_overrides() -> None:
 
     assert asyncio.run(Engine().asize([1])) == 1
     assert asyncio.run(Bigger().asize([1])) == 101
+
+
+def _nothing() -> Program[None]:
+    return None
+    yield
+
+
+async def test_a_blocking_call_on_the_loop_thread_fails_instead_of_hanging() -> None:
+    key = ("test", "held by a task of this loop")
+    gate = asyncio.Event()
+
+    def never() -> None:
+        raise AssertionError("the async face runs here")
+
+    async def wait() -> None:
+        await gate.wait()
+
+    def held() -> Program[None]:
+        yield from call(never, wait)
+
+    task = asyncio.create_task(adrive(iter(locked(key, held()))))
+    await asyncio.sleep(0.05)  # the task holds the lock, suspended at its await
+    with pytest.raises(BlockingCallError, match="async method"):
+        drive(iter(locked(key, _nothing())))
+    gate.set()
+    await task
+    drive(iter(locked(key, _nothing())))  # released: a blocking call takes it again
+
+
+async def test_working_memory_sync_call_during_an_async_change_fails_clearly() -> None:
+    gate = asyncio.Event()
+
+    class SlowStore(InMemorySessionStore):
+        async def aset_state(self, session_id: str, key: str, value: Any) -> None:
+            await gate.wait()
+            self.set_state(session_id, key, value)
+
+    wm = WorkingMemory(session_id="s1", store=SlowStore())
+    task = asyncio.create_task(wm.aset_variable("a", 1))
+    await asyncio.sleep(0.05)
+    with pytest.raises(BlockingCallError):
+        wm.set_variable("b", 2)
+    gate.set()
+    await task
+    wm.set_variable("b", 2)
+    assert wm.get_all_variables() == {"a": 1, "b": 2}

@@ -406,7 +406,7 @@ class MemoryManager:
             # Rendered once here (purging expired variables, the only I/O); again, from
             # memory, only when the room left is smaller.
             text = yield from call(working.get_context_for_llm, working.aget_context_for_llm, room)
-            blocks.append(WorkingBlock(working.get_context_for_llm, rendered=(room, text)))
+            blocks.append(WorkingBlock(working.render, rendered=(room, text)))
         if strategy in ("recent", "hybrid"):
             short_term = self.short_term
             yield from call(short_term.refresh, short_term.arefresh)

@@ -505,6 +505,22 @@ class WorkingMemory:
 
     aget_context_for_llm = async_twin(get_context_for_llm)
 
+    def render(self, max_tokens: int | None = None) -> str:
+        """:meth:`get_context_for_llm` from the state in memory, with no I/O and no lock:
+        expired variables are left out but their removal is not saved. For re-rendering,
+        in a smaller room, what was just read (the context assembler does).
+
+        Example:
+            >>> wm = WorkingMemory()
+            >>> _ = wm.push_task("book a flight")
+            >>> wm.render(max_tokens=100) == wm.get_context_for_llm(max_tokens=100)
+            True
+        """
+        budget = v.check_max_tokens(max_tokens)
+        if self._counter is None:
+            self._counter = TokenCounter()
+        return render_context(self._state.purged(self._now()), self._counter, max_tokens=budget)
+
     def _get_context_for_llm(self, max_tokens: int | None = None) -> Program[str]:
         budget = v.check_max_tokens(max_tokens)
         state = yield from self._read()
