@@ -13,10 +13,8 @@ Everything here is importable by name and picklable, because ``multiprocessing``
 
 from __future__ import annotations
 
-import asyncio
 import itertools
-import threading
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -24,6 +22,7 @@ from agentmem.stores.base import SessionStore, StoredMessage
 from agentmem.stores.memory import InMemorySessionStore
 from agentmem.stores.sqlite import SQLiteSessionStore
 from agentmem.types import Message
+from tests.conformance._async_face import AsyncFace as _AsyncFace
 
 __all__ = [
     "BACKENDS",
@@ -40,51 +39,14 @@ __all__ = [
 BACKENDS = ("memory", "sqlite", "redis")
 MODES = ("sync", "async")
 
-# The sync names of the SessionStore protocol; each has an async twin named "a" + name.
-_TWINNED = frozenset(
-    {"append", "read", "read_last", "count", "last_seq", "get_state", "set_state"}
-    | {"delete_state", "clear", "sessions", "close"}
-)
 
-_loop: asyncio.AbstractEventLoop | None = None
-_loop_lock = threading.Lock()
+class AsyncFace(_AsyncFace):
+    """A session store called through its async twins (see ``tests/conformance/_async_face.py``)."""
 
-
-def _background_loop() -> asyncio.AbstractEventLoop:
-    """One event loop per process, running in a daemon thread (asyncio clients such as
-    redis.asyncio's stay bound to the loop that first used them, so all calls use this one)."""
-    global _loop
-    with _loop_lock:
-        if _loop is None:
-            _loop = asyncio.new_event_loop()
-            threading.Thread(target=_loop.run_forever, name="async-face", daemon=True).start()
-        return _loop
-
-
-async def _awaited(awaitable: Awaitable[Any]) -> Any:
-    return await awaitable
-
-
-class AsyncFace:
-    """A session store called through its async twins: ``face.read(...)`` is
-    ``await store.aread(...)``, run on the background loop; the ``a*`` names and everything
-    else are the store's own. Thread-safe."""
-
-    def __init__(self, store: SessionStore) -> None:
-        self.store = store
-
-    def __getattr__(self, name: str) -> Any:
-        if name not in _TWINNED:
-            return getattr(self.store, name)
-        twin: Callable[..., Awaitable[Any]] = getattr(self.store, "a" + name)
-
-        def run(*args: Any, **kwargs: Any) -> Any:
-            future = asyncio.run_coroutine_threadsafe(
-                _awaited(twin(*args, **kwargs)), _background_loop()
-            )
-            return future.result()
-
-        return run
+    TWINNED = frozenset(
+        {"append", "read", "read_last", "count", "last_seq", "get_state", "set_state"}
+        | {"delete_state", "clear", "sessions", "close"}
+    )
 
 
 def unwrap(store: SessionStore) -> SessionStore:

@@ -16,10 +16,7 @@ depend on any embedder.
 
 from __future__ import annotations
 
-import asyncio
-import threading
 import uuid
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -32,6 +29,7 @@ from agentmem.long_term.store import MemoryStore, SparseVector
 from agentmem.stores.in_memory import InMemoryMemoryStore
 from agentmem.stores.qdrant.client import QdrantClientStore
 from agentmem.stores.qdrant.edge import QdrantEdgeStore
+from tests.conformance._async_face import AsyncFace as _AsyncFace
 
 __all__ = [
     "DIM",
@@ -48,46 +46,14 @@ __all__ = [
 DIM = 8
 MODES = ("sync", "async")
 
-# The sync names of the MemoryStore protocol; each has an async twin named "a" + name.
-_TWINNED = frozenset(
-    {"upsert", "get", "delete", "set_fields", "search", "scroll", "count", "fused_search"}
-    | {"close"}
-)
-_loop: asyncio.AbstractEventLoop | None = None
-_loop_lock = threading.Lock()
 
+class AsyncFace(_AsyncFace):
+    """A memory store called through its async twins (see ``tests/conformance/_async_face.py``)."""
 
-def _background_loop() -> asyncio.AbstractEventLoop:
-    global _loop
-    with _loop_lock:
-        if _loop is None:
-            _loop = asyncio.new_event_loop()
-            threading.Thread(target=_loop.run_forever, name="lt-async-face", daemon=True).start()
-        return _loop
-
-
-async def _awaited(awaitable: Awaitable[Any]) -> Any:
-    return await awaitable
-
-
-class AsyncFace:
-    """A memory store called through its async twins: ``face.search(...)`` is
-    ``await store.asearch(...)`` on a background event loop; every other name (the ``a*``
-    twins included) is the store's own."""
-
-    def __init__(self, store: MemoryStore) -> None:
-        self.store = store
-
-    def __getattr__(self, name: str) -> Any:
-        if name not in _TWINNED:
-            return getattr(self.store, name)
-        twin: Callable[..., Awaitable[Any]] = getattr(self.store, "a" + name)
-
-        def run(*args: Any, **kwargs: Any) -> Any:
-            coro = _awaited(twin(*args, **kwargs))
-            return asyncio.run_coroutine_threadsafe(coro, _background_loop()).result()
-
-        return run
+    TWINNED = frozenset(
+        {"upsert", "get", "delete", "set_fields", "search", "scroll", "count", "fused_search"}
+        | {"close"}
+    )
 
 
 class AsyncOverSync:
