@@ -380,11 +380,19 @@ class LongTermMemory:
     def _vectors(self, hits: Sequence[ScoredRecord]) -> Program[list[list[float]]]:
         if not self._needs_vectors(hits):
             return []
-        # Re-embedding hits the embedder's content cache for anything written or read here.
-        texts = [h.record.content for h in hits]
-        return (
-            yield from call(self.embedder.embed_documents, self.embedder.aembed_documents, texts)
-        )
+        # The stored vectors: no model call, whatever the embedder's cache holds. A record
+        # deleted since the search is embedded again (its content is at hand).
+        store = self.store
+        ids = [h.record.id for h in hits]
+        stored = yield from call(store.get_vectors, store.aget_vectors, self.scope, ids)
+        missing = [h.record.content for h in hits if h.record.id not in stored]
+        if missing:
+            embedder = self.embedder
+            fresh = iter(
+                (yield from call(embedder.embed_documents, embedder.aembed_documents, missing))
+            )
+            return [stored.get(h.record.id) or next(fresh) for h in hits]
+        return [stored[i] for i in ids]
 
     @twin
     def get_memory(self, memory_id: str) -> Program[MemoryRecord]:

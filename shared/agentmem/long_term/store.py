@@ -225,6 +225,12 @@ class MemoryStore(Protocol):
         ``ids``; others skipped."""
 
     @property
+    def get_vectors(self) -> _ByIds[dict[str, list[float]]]:
+        """``get_vectors(scope, ids)``: the dense vectors of records with these ids inside
+        ``scope``, by id; others skipped (diversification reads them instead of
+        embedding the contents again)."""
+
+    @property
     def delete(self) -> _ByIds[int]:
         """``delete(scope, ids)``: delete records with these ids inside ``scope``; returns
         how many existed."""
@@ -276,6 +282,8 @@ class MemoryStore(Protocol):
     def aupsert(self) -> _Upsert[Awaitable[None]]: ...
     @property
     def aget(self) -> _ByIds[Awaitable[list[MemoryRecord]]]: ...
+    @property
+    def aget_vectors(self) -> _ByIds[Awaitable[dict[str, list[float]]]]: ...
     @property
     def adelete(self) -> _ByIds[Awaitable[int]]: ...
     @property

@@ -154,6 +154,14 @@ class InMemoryMemoryStore(QdrantStoreBase):
     def _get_hits(self, ids: list[str]) -> list[qc.Hit]:
         return [self._hit(i, 0.0) for i in ids if i in self._points]
 
+    def _retrieve_dense(self, ids: list[str]) -> Program[list[tuple[qc.Hit, list[float]]]]:
+        return (yield from blocking(self._get_dense, ids))
+
+    def _get_dense(self, ids: list[str]) -> list[tuple[qc.Hit, list[float]]]:
+        return [
+            (self._hit(i, 0.0), self._points[i].dense.tolist()) for i in ids if i in self._points
+        ]
+
     def _query(self, spec: qc.QuerySpec) -> Program[list[qc.Hit]]:
         return (yield from blocking(self._search, spec))
 

@@ -51,8 +51,8 @@ class AsyncFace(_AsyncFace):
     """A memory store called through its async twins (see ``tests/conformance/_async_face.py``)."""
 
     TWINNED = frozenset(
-        {"upsert", "get", "delete", "set_fields", "search", "scroll", "count", "fused_search"}
-        | {"close"}
+        {"upsert", "get", "get_vectors", "delete", "set_fields", "search", "scroll", "count"}
+        | {"fused_search", "close"}
     )
 
 

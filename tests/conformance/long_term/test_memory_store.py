@@ -71,6 +71,17 @@ def test_get_skips_missing_and_out_of_scope_ids(memory_store: MemoryStore) -> No
     assert memory_store.get(ALICE, [missing, b.id, a.id]) == [a]
 
 
+def test_get_vectors_returns_the_stored_dense_vectors_in_scope(memory_store: MemoryStore) -> None:
+    vectors = [axis(1.0), axis(0.0, 1.0), axis(1.0, 1.0)]
+    a, b, c = put(memory_store, [mem("a"), mem("b"), mem("c", user="bob")], vectors)
+    missing = "00000000-0000-4000-8000-000000000000"
+    got = memory_store.get_vectors(ALICE, [b.id, missing, c.id, a.id])
+    assert set(got) == {a.id, b.id}
+    for record, expected in ((a, vectors[0]), (b, vectors[1])):
+        assert np.allclose(got[record.id], expected, atol=1e-6)
+    assert memory_store.get_vectors(ALICE, []) == {}
+
+
 def test_upsert_replaces_a_record_with_the_same_id(memory_store: MemoryStore) -> None:
     (a,) = put(memory_store, [mem("old text")])
     put(memory_store, [a.replace(content="new text")])

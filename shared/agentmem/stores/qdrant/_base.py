@@ -97,6 +97,10 @@ class QdrantStoreBase(ClosesOnExit):
         """The points of ``ids`` that exist, with payload."""
         raise NotImplementedError
 
+    def _retrieve_dense(self, ids: list[str]) -> Program[list[tuple[qc.Hit, list[float]]]]:
+        """The points of ``ids`` that exist, with payload and dense vector."""
+        raise NotImplementedError
+
     def _query(self, spec: qc.QuerySpec) -> Program[list[qc.Hit]]:
         """One search (see :class:`~agentmem.stores.qdrant._common.QuerySpec`)."""
         raise NotImplementedError
@@ -123,22 +127,29 @@ class QdrantStoreBase(ClosesOnExit):
         raise NotImplementedError
 
     def _backfill_spaces(self) -> int:
-        """Give points written before spaces existed (agentmem 0.1) their space; run at
-        open. Only such points are read, so once done it costs one empty scroll."""
+        """Give points written by an older agentmem the keys it did not write, at open:
+        the space (before spaces existed, agentmem 0.1) and, on current points,
+        :data:`~agentmem.stores.qdrant._common.CURRENT_SCOPE_FIELD`. Only such points are
+        read, so once done it costs two empty scrolls."""
         return drive(self._session(self._backfill_steps()))
 
     def _backfill_steps(self) -> Program[int]:
-        missing = (qc.IsEmpty(qc.SPACE_FIELD),)
         done = 0
-        while True:
-            page = yield from self._scroll(qc.ScrollSpec(missing, 256))
-            if not page[0]:
-                return done
-            patches = [
-                qc.Patch(h.id, {qc.SPACE_FIELD: qc.legacy_space(h.payload)}, []) for h in page[0]
-            ]
-            yield from self._set_payload(patches)
-            done += len(patches)
+        for missing, patch in (
+            ((qc.IsEmpty(qc.SPACE_FIELD),), _legacy_space_patch),
+            (
+                (qc.IsEmpty(qc.CURRENT_SCOPE_FIELD), qc.Match("is_current", (True,))),
+                _current_scope_patch,
+            ),
+        ):
+            while True:
+                page = yield from self._scroll(qc.ScrollSpec(missing, 256))
+                if not page[0]:
+                    break
+                patches = [qc.Patch(h.id, patch(h.payload), []) for h in page[0]]
+                yield from self._set_payload(patches)
+                done += len(patches)
+        return done
 
     # -- public API: each operation one program, run as one session ---------------------
 
@@ -200,6 +211,17 @@ class QdrantStoreBase(ClosesOnExit):
         """Records with these ids inside ``scope``, in the order of ``ids``; others skipped."""
         hits = yield from self._in_scope_steps(scope, ids)
         return [qc.record_from_payload(h.id, h.payload) for h in hits]
+
+    @_operation
+    def get_vectors(self, scope: Scope, ids: Sequence[str]) -> Program[dict[str, list[float]]]:
+        """Dense vectors of the records with these ids inside ``scope`` (see
+        ``MemoryStore.get_vectors``)."""
+        qc.build_conditions(scope, None)  # validates the scope
+        wanted = qc.validate_ids(ids)
+        if not wanted:
+            return {}
+        rows = yield from self._retrieve_dense(wanted)
+        return {hit.id: dense for hit, dense in rows if qc.in_scope(hit.payload, scope)}
 
     @_operation
     def delete(self, scope: Scope, ids: Sequence[str]) -> Program[int]:
@@ -385,9 +407,18 @@ class QdrantStoreBase(ClosesOnExit):
 
     aupsert = async_twin(upsert)
     aget = async_twin(get)
+    aget_vectors = async_twin(get_vectors)
     adelete = async_twin(delete)
     aset_fields = async_twin(set_fields)
     asearch = async_twin(search)
     ascroll = async_twin(scroll)
     acount = async_twin(count)
     afused_search = async_twin(fused_search)
+
+
+def _legacy_space_patch(payload: Mapping[str, Any]) -> dict[str, Any]:
+    return {qc.SPACE_FIELD: qc.legacy_space(payload)}
+
+
+def _current_scope_patch(payload: Mapping[str, Any]) -> dict[str, Any]:
+    return {qc.CURRENT_SCOPE_FIELD: qc.current_scope(payload["user_id"], payload[qc.SPACE_FIELD])}

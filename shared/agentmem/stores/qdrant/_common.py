@@ -12,6 +12,7 @@ shared logic works on small neutral values defined here and each backend transla
 
 from __future__ import annotations
 
+import json
 import math
 import uuid
 from collections.abc import Mapping, Sequence
@@ -28,6 +29,7 @@ from agentmem.long_term.store import Boost, SparseVector
 from agentmem.types import utcnow
 
 __all__ = [
+    "CURRENT_SCOPE_FIELD",
     "FLOAT_FIELDS",
     "KEYWORD_FIELDS",
     "PATCHABLE_FIELDS",
@@ -50,6 +52,7 @@ __all__ = [
     "check_dimension",
     "decode_cursor",
     "encode_cursor",
+    "group_patches",
     "in_scope",
     "legacy_space",
     "make_patch",
@@ -67,8 +70,14 @@ RRF_K = 2
 
 TENANT_FIELD = "user_id"
 SPACE_FIELD = "space"
+CURRENT_SCOPE_FIELD = "current_scope"
+"""Keyword set on current points only: their ``[user_id, space]`` as JSON. A search for the
+current memories of a scope (nearly every search) then checks one indexed condition per
+visited point instead of three (tenant, space, ``is_current``): about half the filtered
+HNSW search's cost."""
 KEYWORD_FIELDS = (
     SPACE_FIELD,
+    CURRENT_SCOPE_FIELD,
     "agent_id",
     "session_id",
     "memory_type",
@@ -85,7 +94,7 @@ PATCHABLE_FIELDS: Mapping[str, tuple[str, ...]] = {
     "importance": ("importance",),
     "access_count": ("access_count",),
     "last_accessed_at": ("last_accessed_at", "last_accessed_ts"),
-    "valid_to": ("valid_to", "valid_to_ts", "is_current"),
+    "valid_to": ("valid_to", "valid_to_ts", "is_current", CURRENT_SCOPE_FIELD),
     "superseded_by": ("superseded_by",),
     "pinned": ("pinned",),
     "metadata": ("metadata",),
@@ -185,6 +194,25 @@ class Patch(NamedTuple):
     id: str
     set: dict[str, Any]
     unset: list[str]
+
+
+def group_patches(patches: Sequence[Patch]) -> list[tuple[list[str], dict[str, Any], list[str]]]:
+    """``(ids, set, unset)`` groups of patches that change the same keys to the same values,
+    in order: one backend call per group instead of one per point (a touch of ten hits
+    that share an access count is one write).
+
+    Example:
+        >>> one = {"k": 1}
+        >>> group_patches([Patch("a", one, []), Patch("b", one, []), Patch("c", {}, ["k"])])
+        [(['a', 'b'], {'k': 1}, []), (['c'], {}, ['k'])]
+    """
+    groups: list[tuple[list[str], dict[str, Any], list[str]]] = []
+    for patch in patches:
+        if groups and groups[-1][1] == patch.set and groups[-1][2] == patch.unset:
+            groups[-1][0].append(patch.id)
+        else:
+            groups.append(([patch.id], patch.set, patch.unset))
+    return groups
 
 
 class Hit(NamedTuple):
@@ -302,7 +330,20 @@ def record_payload(record: MemoryRecord) -> dict[str, Any]:
     for key in _TS_KEYS:
         if payload.get(key) is None:
             payload.pop(key, None)
+    if payload["is_current"]:
+        payload[CURRENT_SCOPE_FIELD] = current_scope(payload["user_id"], payload[SPACE_FIELD])
     return payload
+
+
+def current_scope(user_id: str, space: str) -> str:
+    """The :data:`CURRENT_SCOPE_FIELD` value of a current point of ``user_id`` in ``space``
+    (JSON, so no pair of ids can collide with another).
+
+    Example:
+        >>> current_scope("alice", "memories")
+        '["alice", "memories"]'
+    """
+    return json.dumps([user_id, space], ensure_ascii=False)
 
 
 def record_from_payload(point_id: object, payload: Mapping[str, Any]) -> MemoryRecord:
@@ -327,16 +368,15 @@ def build_conditions(scope: Scope, flt: RecordFilter | None) -> tuple[Condition,
         msg = f"scope must be an agentmem Scope, got {type(scope).__name__}"
         raise InvalidValueError(msg)
     flt = flt or RecordFilter()
-    conds: list[Condition] = [
-        Match(TENANT_FIELD, (scope.user_id,)),
-        Match(SPACE_FIELD, (scope.space,)),
-    ]
+    conds: list[Condition]
+    if flt.include_history:
+        conds = [Match(TENANT_FIELD, (scope.user_id,)), Match(SPACE_FIELD, (scope.space,))]
+    else:  # one condition for the three (see CURRENT_SCOPE_FIELD)
+        conds = [Match(CURRENT_SCOPE_FIELD, (current_scope(scope.user_id, scope.space),))]
     if scope.agent_id is not None:
         conds.append(Match("agent_id", (scope.agent_id,)))
     if scope.session_id is not None:
         conds.append(Match("session_id", (scope.session_id,)))
-    if not flt.include_history:
-        conds.append(Match("is_current", (True,)))
     for key, values in (
         ("memory_type", flt.memory_types),
         ("subtype", flt.subtypes),

@@ -235,6 +235,26 @@ class QdrantClientStore(QdrantStoreBase):
         )
         return [qc.Hit(str(r.id), 0.0, dict(r.payload or {})) for r in rows]
 
+    def _retrieve_dense(self, ids: list[str]) -> Program[list[tuple[qc.Hit, list[float]]]]:
+        c, ac = self._client, self._aclient
+        rows = yield from call(
+            c.retrieve,
+            ac.retrieve,
+            self._collection,
+            ids,
+            with_payload=True,
+            with_vectors=[DENSE_VECTOR],
+        )
+        out = []
+        for r in rows:
+            vectors = r.vector if isinstance(r.vector, dict) else {}
+            dense = vectors.get(DENSE_VECTOR)
+            if isinstance(dense, list) and dense and isinstance(dense[0], float | int):
+                out.append(
+                    (qc.Hit(str(r.id), 0.0, dict(r.payload or {})), [float(v) for v in dense])
+                )
+        return out
+
     def _delete_points(self, ids: list[str]) -> Program[None]:
         c, ac = self._client, self._aclient
         selector = m.PointIdsList(points=list(ids))
@@ -242,18 +262,18 @@ class QdrantClientStore(QdrantStoreBase):
 
     def _set_payload(self, patches: list[qc.Patch]) -> Program[None]:
         c, ac = self._client, self._aclient
-        for p in patches:
-            if p.set:
+        for ids, set_, unset in qc.group_patches(patches):
+            if set_:
                 yield from call(
-                    c.set_payload, ac.set_payload, self._collection, p.set, points=[p.id], wait=True
+                    c.set_payload, ac.set_payload, self._collection, set_, points=[*ids], wait=True
                 )
-            if p.unset:
+            if unset:
                 yield from call(
                     c.delete_payload,
                     ac.delete_payload,
                     self._collection,
-                    p.unset,
-                    points=[p.id],
+                    unset,
+                    points=[*ids],
                     wait=True,
                 )
 

@@ -80,6 +80,7 @@ _EXPORT_PAGE = 512
 _FINAL_REPLAY = 32  # journal entries replayed under the store's lock at the swap
 
 LOCK_FILE = "agentmem.lock"
+INDEX_STATE_FILE = "agentmem-index.json"  # unindexed points at close (a hint, see _read_moved)
 
 
 class QdrantEdgeStore(QdrantStoreBase):
@@ -115,6 +116,12 @@ class QdrantEdgeStore(QdrantStoreBase):
         self._mutex = threading.RLock()
         self._journal: list[tuple[str, tuple[Any, ...]]] | None = None
         self._since_check = 0
+        # Points searched without the index that Edge's counters cannot show: a payload
+        # update (a touch, a supersede) or an upsert of an indexed point moves its copy to
+        # the unindexed appendable segment, while the counters still count the old copy.
+        self._moved: set[str] = set()  # ids written since the live generation was exported
+        self._moved_before = 0  # such points at open (from agentmem-index.json)
+        self._exported_moved: tuple[set[str], int] = (set(), 0)  # restored on a failure
         self._rebuild: threading.Thread | None = None
         self._child: subprocess.Popen[bytes] | None = None
         self._path.mkdir(parents=True, exist_ok=True)
@@ -127,8 +134,12 @@ class QdrantEdgeStore(QdrantStoreBase):
                 raise corrupted(self._path, problem)
             self._shard = self._open_shard()
             try:
+                self._moved_before = _read_moved(self._path, self._shard_dir)
                 with edge_errors(self._path, "update"):
-                    self._backfill_spaces()
+                    self._moved_before += self._backfill_spaces()
+                if self._auto.enabled:
+                    with self._mutex:
+                        self._rebuild_if_due()
             except BaseException:
                 with contextlib.suppress(Exception):
                     self._shard.close()
@@ -183,7 +194,11 @@ class QdrantEdgeStore(QdrantStoreBase):
         """
         with self._mutex:
             self._check_open()
-            return bool(self._shard.optimize())
+            done = bool(self._shard.optimize())
+            # Optimized segments drop the stale copies of moved points: the counters are
+            # exact again.
+            self._moved, self._moved_before = set(), 0
+            return done
 
     def flush(self) -> None:
         """Write pending segment changes to disk (the WAL already holds every write)."""
@@ -210,7 +225,20 @@ class QdrantEdgeStore(QdrantStoreBase):
             rebuild = self._rebuild
             if rebuild is not None and rebuild is not threading.current_thread():
                 rebuild.join()  # it sees the store closed, drops its work and ends
+            _write_moved(self._path, self._shard_dir, self.unindexed_estimate())
             _unlock(self._lock_file)
+
+    def unindexed_estimate(self) -> int:
+        """Points a search reads without the HNSW index (exactly), as far as the store can
+        tell: Edge's counters, or the points written since the index was built (an upper
+        bound: an id written twice counts once, a point written before and after a rebuild
+        once)."""
+        with self._mutex:
+            counted = 0
+            if not self._closed:
+                info = self._shard.info()
+                counted = unindexed_points(info.points_count, info.indexed_vectors_count)
+            return max(counted, self._moved_before + len(self._moved))
 
     @property
     def indexing(self) -> bool:
@@ -249,6 +277,10 @@ class QdrantEdgeStore(QdrantStoreBase):
         rebuild runs, and start a rebuild once enough points are unindexed."""
         if self._journal is not None:
             self._journal.append((op, args))
+        if op == "delete":
+            self._moved.difference_update(args[0])
+        else:
+            self._moved.update(_written_ids(op, args))
         if not self._auto.enabled or self.indexing:
             return
         self._since_check += points
@@ -259,11 +291,14 @@ class QdrantEdgeStore(QdrantStoreBase):
 
     def _rebuild_if_due(self) -> None:
         """Start a background rebuild if the policy says so (under the mutex)."""
-        info = self._shard.info()
-        unindexed = unindexed_points(info.points_count, info.indexed_vectors_count)
-        if not self._auto.due(unindexed, info.points_count):
+        points = self._shard.info().points_count
+        if not self._auto.due(self.unindexed_estimate(), points):
             return
         self._journal = []
+        # The rebuilt generation indexes every point exported; what is written from now on
+        # is unindexed in it (restored if the rebuild fails).
+        self._exported_moved = (self._moved, self._moved_before)
+        self._moved, self._moved_before = set(), 0
         self._rebuild = threading.Thread(
             target=self._rebuild_index, name="agentmem-edge-index", daemon=True
         )
@@ -354,6 +389,10 @@ class QdrantEdgeStore(QdrantStoreBase):
                     # for another, start it now rather than after the next writes.
                     self._rebuild_if_due()
             if not swapped:
+                with self._mutex:
+                    moved, before = self._exported_moved
+                    self._moved |= moved
+                    self._moved_before += before
                 if new is not None:
                     with contextlib.suppress(Exception):
                         new.close()
@@ -368,7 +407,7 @@ class QdrantEdgeStore(QdrantStoreBase):
         yield from blocking(self._write, "delete", (ids,), len(ids))
 
     def _set_payload(self, patches: list[qc.Patch]) -> Program[None]:
-        yield from blocking(self._write, "set_payload", (patches,), 0)
+        yield from blocking(self._write, "set_payload", (patches,), len(patches))
 
     def _write(self, op: str, args: tuple[Any, ...], points: int) -> None:
         _apply(self._shard, op, args)
@@ -379,6 +418,18 @@ class QdrantEdgeStore(QdrantStoreBase):
             self._shard.retrieve, list(ids), with_payload=True, with_vector=False
         )
         return [qc.Hit(str(r.id), 0.0, dict(r.payload or {})) for r in rows]
+
+    def _retrieve_dense(self, ids: list[str]) -> Program[list[tuple[qc.Hit, list[float]]]]:
+        rows = yield from blocking(
+            self._shard.retrieve, list(ids), with_payload=True, with_vector=[DENSE_VECTOR]
+        )
+        out = []
+        for r in rows:
+            dense = r.vector.get(DENSE_VECTOR) if isinstance(r.vector, dict) else None
+            if isinstance(dense, list):  # a plain dense vector: a list of floats
+                floats = [float(v) for v in dense]  # type: ignore[arg-type]
+                out.append((qc.Hit(str(r.id), 0.0, dict(r.payload or {})), floats))
+        return out
 
     def _query(self, spec: qc.QuerySpec) -> Program[list[qc.Hit]]:
         points = yield from blocking(self._shard.query, _query_request(spec))
@@ -470,11 +521,38 @@ def _apply(shard: qe.EdgeShard, op: str, args: tuple[Any, ...]) -> None:
         shard.update(qe.UpdateOperation.delete_points(list(ids)))
     else:
         (patches,) = args
-        for patch in patches:
-            if patch.set:
-                shard.update(qe.UpdateOperation.set_payload([patch.id], patch.set))
-            if patch.unset:
-                shard.update(qe.UpdateOperation.delete_payload([patch.id], patch.unset))
+        for ids, set_, unset in qc.group_patches(patches):
+            if set_:
+                shard.update(qe.UpdateOperation.set_payload([*ids], set_))
+            if unset:
+                shard.update(qe.UpdateOperation.delete_payload([*ids], unset))
+
+
+def _written_ids(op: str, args: tuple[Any, ...]) -> Iterator[str]:
+    """Ids of the points an upsert or a payload write (re)writes."""
+    if op == "upsert":
+        return (p.id for p in args[0])
+    return (patch.id for patch in args[0])
+
+
+def _read_moved(root: Path, generation: Path) -> int:
+    """Points written without the index since ``generation`` was built, as the last close
+    saved them (0 when unknown: a crash, or a store from before the file existed)."""
+    try:
+        saved = json.loads((root / INDEX_STATE_FILE).read_text(encoding="utf-8"))
+        if saved["generation"] == generation.name:
+            return max(0, int(saved["unindexed"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return 0
+
+
+def _write_moved(root: Path, generation: Path, unindexed: int) -> None:
+    state = {"generation": generation.name, "unindexed": unindexed}
+    with contextlib.suppress(OSError):
+        tmp = root / (INDEX_STATE_FILE + ".tmp")
+        tmp.write_text(json.dumps(state), encoding="utf-8")
+        os.replace(tmp, root / INDEX_STATE_FILE)
 
 
 def _stored_dimension(config_path: Path) -> int:

@@ -1,0 +1,105 @@
+"""Points Edge's counters do not show as unindexed still count towards the next rebuild.
+
+A payload write (a touch on recall, a supersede) or an upsert of an indexed point moves that
+point's copy into Edge's unindexed appendable segment, while ``info()`` keeps counting the
+old copy as indexed. The store counts such points itself, keeps the count across a close,
+and rebuilds once they are enough; stores written by an older agentmem get the one-condition
+``current_scope`` key at open, and a rebuild when that backfill moved enough points.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import qdrant_edge as qe
+
+from agentmem.long_term.records import MemoryRecord, RecordFilter, Scope
+from agentmem.long_term.store import SparseVector
+from agentmem.stores.qdrant import _common as qc
+from agentmem.stores.qdrant.edge import AutoIndex, QdrantEdgeStore
+
+pytestmark = pytest.mark.integration
+
+DIM = 16
+ALICE = Scope(user_id="alice")
+LOW = AutoIndex(min_unindexed=1_500, check_every=250)
+OFF = AutoIndex(enabled=False)
+
+
+def write(store: QdrantEdgeStore, n: int) -> list[MemoryRecord]:
+    rng = np.random.default_rng(7)
+    records = [MemoryRecord.new(f"note {i}", "semantic", scope=ALICE) for i in range(n)]
+    for start in range(0, n, 500):
+        chunk = records[start : start + 500]
+        store.upsert(
+            chunk,
+            rng.normal(size=(len(chunk), DIM)).tolist(),
+            [SparseVector([i], [1.0]) for i in range(len(chunk))],
+        )
+    return records
+
+
+def indexed_store(path: Path, n: int) -> tuple[QdrantEdgeStore, list[MemoryRecord]]:
+    store = QdrantEdgeStore(path, dimension=DIM, auto_index=LOW)
+    records = write(store, n)
+    store.wait_for_index(240)
+    store.optimize()  # Edge's counters are exact again (small segments stay unindexed)
+    assert store.unindexed_estimate() < 600
+    return store, records
+
+
+def test_payload_writes_count_as_unindexed_and_start_a_rebuild(tmp_path: Path) -> None:
+    store, records = indexed_store(tmp_path, 2_000)
+    try:
+        generation = (tmp_path / "CURRENT").read_text()
+        touched = records[:800]
+        for record in touched:  # the same points twice: counted once
+            store.set_fields(ALICE, [record.id], {"access_count": 1})
+        store.set_fields(ALICE, [r.id for r in touched[:10]], {"access_count": 2})
+        assert store.unindexed_estimate() == 800
+        assert not store.indexing
+        more = records[800:1_600]
+        store.set_fields(ALICE, [r.id for r in more], {"importance": 0.9})
+        store.wait_for_index(240)
+        assert (tmp_path / "CURRENT").read_text() != generation  # rebuilt by itself
+        assert store.unindexed_estimate() < 800
+        assert {r.access_count for r in store.get(ALICE, [r.id for r in touched[:20]])} == {1, 2}
+    finally:
+        store.close()
+
+
+def test_the_count_survives_a_close(tmp_path: Path) -> None:
+    store, records = indexed_store(tmp_path, 2_000)
+    store.set_fields(ALICE, [r.id for r in records[:700]], {"pinned": True})
+    assert store.unindexed_estimate() == 700
+    store.close()
+    with QdrantEdgeStore(tmp_path, dimension=DIM, auto_index=OFF) as again:
+        assert again.unindexed_estimate() == 700
+    # A store that never saw the file (or crashed) falls back on Edge's counters.
+    (tmp_path / "agentmem-index.json").unlink()
+    with QdrantEdgeStore(tmp_path, dimension=DIM, auto_index=OFF) as again:
+        assert again.unindexed_estimate() >= 0
+
+
+def test_an_older_store_gets_current_scope_at_open_and_a_rebuild(tmp_path: Path) -> None:
+    store, records = indexed_store(tmp_path, 2_000)
+    ended = records[0]
+    store.set_fields(ALICE, [ended.id], {"valid_to": ended.created_at})
+    # As agentmem 0.2 wrote them: no current_scope key.
+    store._shard.update(
+        qe.UpdateOperation.delete_payload([r.id for r in records], [qc.CURRENT_SCOPE_FIELD])
+    )
+    generation = (tmp_path / "CURRENT").read_text()
+    store.close()
+    with QdrantEdgeStore(tmp_path, dimension=DIM, auto_index=LOW) as again:
+        again.wait_for_index(240)  # the backfill moved 1,999 points: a rebuild was due
+        assert (tmp_path / "CURRENT").read_text() != generation
+        assert again.unindexed_estimate() < 1_500
+        current = again.scroll(ALICE, filter=RecordFilter(), limit=5_000)[0]
+        assert len(current) == 1_999
+        assert ended.id not in {r.id for r in current}
+        everything = again.scroll(ALICE, filter=RecordFilter(include_history=True), limit=5_000)
+        assert len(everything[0]) == 2_000
+        assert again.count(ALICE) == 1_999
