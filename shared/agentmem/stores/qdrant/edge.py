@@ -12,7 +12,11 @@ this machine and add no safety against a crash, only a faster reopen.
 Indexing needs no manual step: once :attr:`AutoIndex.min_unindexed` points are searched
 without the HNSW index (20,000 by default), the store rebuilds its index in a child process
 and swaps it in (see :mod:`agentmem.stores.qdrant._edge_index` for why not in-process, and for
-crash safety); :meth:`QdrantEdgeStore.optimize` still builds it now, in-process.
+crash safety); :meth:`QdrantEdgeStore.optimize` still builds it now, in-process. New points
+count, and so do indexed points that a payload write (an access recorded on recall, a
+supersede) or an upsert moved to Edge's unindexed segment: Edge's counters miss those, so
+the store counts them itself (:meth:`QdrantEdgeStore.unindexed_estimate`) and keeps the
+count across a close.
 
 One process at a time: the store takes an exclusive ``flock`` on ``<path>/agentmem.lock``;
 a second opener gets :class:`~agentmem.errors.StoreLockedError`.
