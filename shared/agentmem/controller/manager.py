@@ -28,7 +28,7 @@ from typing import Any
 
 from typing_extensions import Unpack
 
-from agentmem._delegate import Delegate
+from agentmem._delegate import Delegate, ReadOnlyDelegate
 from agentmem._sansio import Program, async_twin, blocking, call, twin
 from agentmem.context import (
     Block,
@@ -132,16 +132,12 @@ class MemoryManager:
         """Owner of the long-term memories."""
         return self.long_term.scope.user_id
 
-    @property
-    def session_id(self) -> str:
-        """The current conversation."""
-        return self.short_term.session_id
-
-    @property
-    def token_counter(self) -> TokenCounter:
-        """Counts tokens for the target model."""
-        return self.short_term.token_counter
-
+    session_id: ReadOnlyDelegate[str] = ReadOnlyDelegate(
+        "short_term", doc="The current conversation."
+    )
+    token_counter: ReadOnlyDelegate[TokenCounter] = ReadOnlyDelegate(
+        "short_term", doc="Counts tokens for the target model."
+    )
     consolidator: Delegate[MemoryConsolidator] = Delegate(
         "scheduler", doc="Moves conversation into long-term memory (the scheduler's)."
     )
