@@ -68,18 +68,13 @@ class _Setting(Delegate[T]):
 
 
 class ServiceSettings(ManagerSettings, total=False):
-    """The keyword settings of :class:`MemoryService` and :meth:`MemoryService.open`.
+    """The keyword settings of :class:`MemoryService` and :meth:`MemoryService.open`: the
+    :class:`~agentmem.controller.config.ManagerSettings` every handle is built with (with
+    their defaults, except ``background``: ``True`` here, so consolidation runs in the
+    service's worker pool instead of in the caller), and the ones below.
 
     Attributes:
-        model: Target model whose tokenizer and chat format are counted.
-        max_short_term_tokens: Budget of each session's short-term view (default 2000).
-        consolidate_every_tokens: Consolidate a session once this many tokens accumulated
-            (default 2000; ``None``: only on demand).
-        background: Consolidate in the service's worker pool instead of in the caller
-            (default ``True``).
-        clock: Zero-argument callable returning an aware ``datetime`` (default: UTC now).
-        system_prompt: Default system prompt of ``build_context``.
-        ranking: How long-term search ranks results.
+        ranking: How long-term search ranks results (``None``: the default ranking).
         workers: Consolidation worker threads (default 1).
         max_pending: Sessions that may wait for consolidation at once (default 1024; see
             :mod:`agentmem.controller.scheduler` for what happens beyond).
@@ -104,11 +99,8 @@ class MemoryService:
         embedder: Dense embedder shared by every user.
         llm: Chat model for summaries and memory extraction (``None``: windows and episodes).
         on_close: Called by :meth:`close` after the worker pool stopped (releases stores).
-        **settings: What every handle is built with and how the service runs (see
-            :class:`ServiceSettings`): ``model``, ``max_short_term_tokens``,
-            ``consolidate_every_tokens``, ``background`` (default ``True``: consolidate in
-            the service's worker pool instead of in the caller), ``clock``,
-            ``system_prompt``, ``ranking``, ``workers``, ``max_pending``, ``max_handles``.
+        **settings: How every handle is built (``model``, ``consolidate_every_tokens``,
+            ``background``, ...) and how the service runs: see :class:`ServiceSettings`.
     """
 
     def __init__(
