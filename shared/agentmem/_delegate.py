@@ -1,30 +1,41 @@
 """``Delegate``: an attribute whose value lives on another object its owner holds (private).
 
+:class:`ReadOnlyDelegate` only reads it (like a property without a setter: writing raises
+``AttributeError``, and mypy rejects the assignment); :class:`Delegate` also writes it.
+
 Example:
     >>> class Engine:
     ...     def __init__(self):
     ...         self.speed = 1
+    ...         self.model = "V8"
     >>> class Car:
     ...     speed: Delegate[int] = Delegate("engine", doc="The engine's speed.")
+    ...     engine_model: ReadOnlyDelegate[str] = ReadOnlyDelegate("engine", "model")
     ...     def __init__(self):
     ...         self.engine = Engine()
     >>> car = Car()
     >>> car.speed = 3
-    >>> car.engine.speed, Car.speed.__doc__
-    (3, "The engine's speed.")
+    >>> car.engine.speed, Car.speed.__doc__, car.engine_model
+    (3, "The engine's speed.", 'V8')
+    >>> car.engine_model = "V6"
+    Traceback (most recent call last):
+    ...
+    AttributeError: Car.engine_model is read-only (it is engine.model)
 """
 
 from __future__ import annotations
 
 from typing import Any, Generic, TypeVar, overload
 
-__all__ = ["Delegate"]
+from typing_extensions import Never
+
+__all__ = ["Delegate", "ReadOnlyDelegate"]
 
 T = TypeVar("T")
 
 
-class Delegate(Generic[T]):
-    """Reads and writes ``obj.<holder>.<target>`` as ``obj.<name>``.
+class ReadOnlyDelegate(Generic[T]):
+    """Reads ``obj.<holder>.<target>`` as ``obj.<name>``; writing it raises ``AttributeError``.
 
     Args:
         holder: The owner's attribute that holds the value's object.
@@ -42,13 +53,22 @@ class Delegate(Generic[T]):
         self.target = self._target or name
 
     @overload
-    def __get__(self, obj: None, owner: type[Any] | None = None) -> Delegate[T]: ...
+    def __get__(self, obj: None, owner: type[Any] | None = None) -> ReadOnlyDelegate[T]: ...
 
     @overload
     def __get__(self, obj: object, owner: type[Any] | None = None) -> T: ...
 
     def __get__(self, obj: object | None, owner: type[Any] | None = None) -> Any:
         return self if obj is None else getattr(getattr(obj, self.holder), self.target)
+
+    def __set__(self, obj: object, value: Never) -> None:
+        msg = f"{type(obj).__name__}.{self.name} is read-only (it is {self.holder}.{self.target})"
+        raise AttributeError(msg)
+
+
+class Delegate(ReadOnlyDelegate[T]):
+    """Reads and writes ``obj.<holder>.<target>`` as ``obj.<name>`` (arguments: see
+    :class:`ReadOnlyDelegate`)."""
 
     def __set__(self, obj: object, value: T) -> None:
         setattr(getattr(obj, self.holder), self.target, value)

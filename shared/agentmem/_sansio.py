@@ -103,40 +103,51 @@ class Request(Generic[T]):
 Program: TypeAlias = Generator[Request[Any], Any, R]
 
 
+class _Returned(Generic[R]):
+    """What a program returned, once it has."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: R) -> None:
+        self.value = value
+
+
+def _resume(
+    program: Program[R], value: Any, error: BaseException | None
+) -> Request[Any] | _Returned[R]:
+    """Step ``program`` past its last ``yield``, where it gets its request's ``value`` (or
+    has ``error`` raised): its next request, or what it returned. The one stepping logic
+    of :func:`drive` and :func:`adrive`, which differ only in how they answer a request."""
+    try:
+        return program.send(value) if error is None else program.throw(error)
+    except StopIteration as stop:
+        return _Returned(stop.value)
+
+
 def drive(program: Program[R]) -> R:
     """Run ``program`` to its end, answering each request with its blocking call.
 
     An error raised by a request is thrown into the program at the ``yield``, so the
     program's ``try``/``finally`` blocks see it as they would a direct call's.
     """
-    send: Any = None
-    error: BaseException | None = None
-    while True:
+    value, error = None, None
+    while not isinstance(request := _resume(program, value, error), _Returned):
         try:
-            request = program.send(send) if error is None else program.throw(error)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        send, error = None, None
-        try:
-            send = request.run()
+            value, error = request.run(), None
         except BaseException as exc:  # the program decides, at its yield
             error = exc
+    return request.value
 
 
 async def adrive(program: Program[R]) -> R:
     """Run ``program`` to its end, awaiting each request's async twin (see :func:`drive`)."""
-    send: Any = None
-    error: BaseException | None = None
-    while True:
+    value, error = None, None
+    while not isinstance(request := _resume(program, value, error), _Returned):
         try:
-            request = program.send(send) if error is None else program.throw(error)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        send, error = None, None
-        try:
-            send = await request.arun()
+            value, error = await request.arun(), None
         except BaseException as exc:  # the program decides, at its yield
             error = exc
+    return request.value
 
 
 class _Call(Request[T]):

@@ -31,11 +31,13 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TypeVar
 
+from typing_extensions import Unpack
+
 from agentmem._delegate import Delegate
 from agentmem._sansio import offload
-from agentmem.backends import BackendConfig, acquire_stores
+from agentmem.backends import DEFAULT_COLLECTION, BackendConfig, acquire_stores
 from agentmem.controller.builder import ManagerBuilder
-from agentmem.controller.config import DEFAULT_MODEL, ManagerConfig
+from agentmem.controller.config import ManagerConfig, ManagerSettings
 from agentmem.controller.manager import MemoryManager
 from agentmem.controller.scheduler import ConsolidationQueue
 from agentmem.embeddings import Embedder
@@ -48,7 +50,7 @@ from agentmem.long_term.store import MemoryStore
 from agentmem.stores.base import SessionStore
 from agentmem.tokens import TokenCounter
 
-__all__ = ["MemoryService"]
+__all__ = ["MemoryService", "ServiceSettings"]
 
 T = TypeVar("T")
 
@@ -65,6 +67,27 @@ class _Setting(Delegate[T]):
         obj._builder.config = obj.config
 
 
+class ServiceSettings(ManagerSettings, total=False):
+    """The keyword settings of :class:`MemoryService` and :meth:`MemoryService.open`: the
+    :class:`~agentmem.controller.config.ManagerSettings` every handle is built with (with
+    their defaults, except ``background``: ``True`` here, so consolidation runs in the
+    service's worker pool instead of in the caller), and the ones below.
+
+    Attributes:
+        ranking: How long-term search ranks results (``None``: the default ranking).
+        workers: Consolidation worker threads (default 1).
+        max_pending: Sessions that may wait for consolidation at once (default 1024; see
+            :mod:`agentmem.controller.scheduler` for what happens beyond).
+        max_handles: Session handles kept warm (default 1024; their token counts cached);
+            older ones are rebuilt on next use.
+    """
+
+    ranking: RankingConfig | None
+    workers: int
+    max_pending: int
+    max_handles: int
+
+
 class MemoryService:
     """The process-level memory of an agent server (see the module docstring).
 
@@ -75,20 +98,9 @@ class MemoryService:
         memory_store: The long-term store; its dimension must be the embedder's.
         embedder: Dense embedder shared by every user.
         llm: Chat model for summaries and memory extraction (``None``: windows and episodes).
-        model: Target model whose tokenizer and chat format are counted.
-        max_short_term_tokens: Budget of each session's short-term view.
-        consolidate_every_tokens: Consolidate a session once this many tokens accumulated
-            (``None``: only on demand).
-        background: Consolidate in the service's worker pool instead of in the caller.
-        workers: Consolidation worker threads.
-        max_pending: Sessions that may wait for consolidation at once (see
-            :mod:`agentmem.controller.scheduler` for what happens beyond).
-        max_handles: Session handles kept warm (their token counts cached); older ones are
-            rebuilt on next use.
-        clock: Zero-argument callable returning an aware ``datetime`` (default: UTC now).
-        system_prompt: Default system prompt of ``build_context``.
-        ranking: How long-term search ranks results.
         on_close: Called by :meth:`close` after the worker pool stopped (releases stores).
+        **settings: How every handle is built (``model``, ``consolidate_every_tokens``,
+            ``background``, ...) and how the service runs: see :class:`ServiceSettings`.
     """
 
     def __init__(
@@ -98,17 +110,8 @@ class MemoryService:
         memory_store: MemoryStore,
         embedder: Embedder,
         llm: ChatModel | None = None,
-        model: str = DEFAULT_MODEL,
-        max_short_term_tokens: int = 2000,
-        consolidate_every_tokens: int | None = 2000,
-        background: bool = True,
-        workers: int = 1,
-        max_pending: int = 1024,
-        max_handles: int = 1024,
-        clock: Callable[[], datetime] | None = None,
-        system_prompt: str | None = None,
-        ranking: RankingConfig | None = None,
         on_close: Sequence[Callable[[], None]] = (),
+        **settings: Unpack[ServiceSettings],
     ) -> None:
         check_store_dimension(
             embedder.dimension, memory_store.dimension, otherwise="another home / collection"
@@ -117,21 +120,18 @@ class MemoryService:
         self.memory_store = memory_store
         self.embedder = embedder
         self.llm = llm
-        self.config = ManagerConfig(
-            model,
-            max_short_term_tokens,
-            consolidate_every_tokens,
-            background,
-            clock,
-            system_prompt,
-            ranking,
-        )
+        settings.setdefault("background", True)
+        workers = settings.pop("workers", 1)
+        max_pending = settings.pop("max_pending", 1024)
+        self._max_handles = settings.pop("max_handles", 1024)
+        ranking = settings.pop("ranking", None)
+        handles: ManagerSettings = settings  # what is left is how each handle is built
+        self.config = ManagerConfig(ranking=ranking, **handles)
         """What every handle is built with (model, budgets, threshold, clock, ranking...)."""
         self.consolidation = ConsolidationQueue(workers=workers, max_pending=max_pending)
         self._builder = ManagerBuilder(
             self.config, sessions=sessions, llm=llm, queue=self.consolidation
         )
-        self._max_handles = max_handles
         self._handles: OrderedDict[tuple[str, str, str | None], MemoryManager] = OrderedDict()
         self._lock = threading.Lock()
         self._closed = False
@@ -160,19 +160,11 @@ class MemoryService:
         llm: ChatModel | None = None,
         qdrant_url: str | None = None,
         qdrant_api_key: str | None = None,
-        collection: str = "agentmem_memories",
+        collection: str = DEFAULT_COLLECTION,
         redis_url: str | None = None,
-        model: str = DEFAULT_MODEL,
-        max_short_term_tokens: int = 2000,
-        consolidate_every_tokens: int | None = 2000,
-        background: bool = True,
-        workers: int = 1,
-        max_pending: int = 1024,
-        clock: Callable[[], datetime] | None = None,
-        system_prompt: str | None = None,
-        ranking: RankingConfig | None = None,
+        **settings: Unpack[ServiceSettings],
     ) -> MemoryService:
-        """Open the stores and the shared parts (see the class for the options).
+        """Open the stores and the shared parts (see the class for the settings).
 
         Args:
             home: Directory of the embedded stores (``AGENTMEM_HOME``, else the per-user
@@ -206,16 +198,8 @@ class MemoryService:
                 memory_store=leases.memories.value,
                 embedder=embedder,
                 llm=llm,
-                model=model,
-                max_short_term_tokens=max_short_term_tokens,
-                consolidate_every_tokens=consolidate_every_tokens,
-                background=background,
-                workers=workers,
-                max_pending=max_pending,
-                clock=clock,
-                system_prompt=system_prompt,
-                ranking=ranking,
                 on_close=[leases.release],
+                **settings,
             )
         except BaseException:
             leases.release()

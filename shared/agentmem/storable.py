@@ -36,6 +36,7 @@ __all__ = [
     "MAX_DOCUMENT_DEPTH",
     "MAX_JSON_DEPTH",
     "JsonProblem",
+    "check_nonblank_text",
     "check_storable_text",
     "find_json_problem",
     "json_problem",
@@ -97,6 +98,28 @@ def check_storable_text(text: str, *, what: str) -> str:
     if problem is not None:
         raise InvalidValueError(problem)
     return text
+
+
+def check_nonblank_text(value: object, *, what: str, hint: str = "") -> str:
+    """Return ``value`` if it is a string with a non-space character that can be stored
+    (:func:`check_storable_text`), else raise :class:`InvalidValueError` (``hint`` is
+    added to the message about blank text).
+
+    Example:
+        >>> check_nonblank_text("tabs", what="key")
+        'tabs'
+        >>> check_nonblank_text(" ", what="key", hint="; use a name such as 'city'")
+        Traceback (most recent call last):
+        ...
+        agentmem.errors.InvalidValueError: key must not be empty or blank; use a name such as 'city'
+    """
+    if not isinstance(value, str):
+        msg = f"{what} must be a string, got {type(value).__name__}"
+        raise InvalidValueError(msg)
+    if not value.strip():
+        msg = f"{what} must not be empty or blank{hint}"
+        raise InvalidValueError(msg)
+    return check_storable_text(value, what=what)
 
 
 def _where(path: list[object]) -> str:

@@ -494,3 +494,25 @@ def test_managers_opened_on_one_home_release_only_their_own_share(tmp_path: Path
     two.close()
     with MemoryManager.open(user_id="bob", home=tmp_path, embedder=embedder) as again:
         assert again.long_term.count_memories() == 1
+
+
+def test_open_takes_the_manager_settings_and_refuses_unknown_ones(tmp_path: Path) -> None:
+    embedder = HashingEmbedder(64)
+    with MemoryManager.open(
+        user_id="alice",
+        home=tmp_path,
+        embedder=embedder,
+        model="gpt-4o-mini",
+        max_short_term_tokens=500,
+        consolidate_every_tokens=None,
+        background=True,
+        system_prompt="Be brief.",
+    ) as mem:
+        assert mem.token_counter.model == "gpt-4o-mini"
+        assert mem.short_term.max_tokens == 500
+        assert (mem.consolidate_every_tokens, mem.background) == (None, True)
+        assert mem.system_prompt == "Be brief."
+        with pytest.raises(AttributeError, match="read-only"):
+            mem.session_id = "another"  # type: ignore[assignment]
+    with pytest.raises(TypeError, match="bogus"):
+        MemoryManager.open(user_id="alice", home=tmp_path, embedder=embedder, bogus=1)  # type: ignore[call-arg]

@@ -327,3 +327,27 @@ async def test_async_service_lifecycle(tmp_path: Path) -> None:
         await manager.aprocess_interaction("I sail on weekends", "nice")
         assert (await manager.aremember("alice sails")).action == "add"
     assert service.closed
+
+
+def test_settings_reach_the_config_the_queue_and_the_handles(tmp_path: Path) -> None:
+    with MemoryService.open(
+        tmp_path,
+        embedder=HashingEmbedder(DIM),
+        model="gpt-4o-mini",
+        consolidate_every_tokens=None,
+        system_prompt="Be brief.",
+        max_pending=7,
+        max_handles=1,
+    ) as service:
+        assert service.config.model == "gpt-4o-mini"
+        assert service.config.background is True  # the service's default, not the manager's
+        assert service.consolidation.max_pending == 7
+        first = service.manager("alice", "s1")
+        assert first.consolidate_every_tokens is None
+        assert first.system_prompt == "Be brief."
+        service.manager("alice", "s2")  # max_handles=1: the first handle is let go
+        assert service.manager("alice", "s1") is not first
+    with pytest.raises(TypeError, match="bogus"):
+        MemoryService.open(tmp_path, embedder=HashingEmbedder(DIM), bogus=1)  # type: ignore[call-arg]
+    with MemoryService.open(tmp_path, embedder=HashingEmbedder(DIM)) as again:
+        assert again.sessions is not None  # the failed open released the home's stores

@@ -143,3 +143,12 @@ def test_a_vector_larger_than_max_bytes_is_returned_but_not_kept() -> None:
 def test_bad_max_bytes_is_refused(bad: Any) -> None:
     with pytest.raises(ConfigurationError, match="max_bytes"):
         CachedEmbedder(Float32Model(), max_bytes=bad)
+
+
+def test_model_name_and_dimension_are_the_inner_models_and_read_only() -> None:
+    inner = Float32Model()
+    cache = CachedEmbedder(inner)
+    assert (cache.model_name, cache.dimension) == (inner.model_name, inner.dimension)
+    with pytest.raises(AttributeError, match="read-only"):
+        cache.dimension = 3  # type: ignore[assignment]
+    assert inner.dimension != 3

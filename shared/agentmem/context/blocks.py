@@ -182,11 +182,14 @@ class MessagesBlock:
 
 @dataclass(frozen=True)
 class QueryBlock(_TextBlock):
-    """The user's new message, sent last; never dropped.
+    """The user's new message, sent last (wherever it stands in the blocks); never dropped.
 
     Example:
-        >>> QueryBlock("tabs?").key
-        'query'
+        >>> from agentmem.context import assemble_context
+        >>> from agentmem.tokens import TokenCounter
+        >>> blocks = [QueryBlock("tabs?"), InstructionsBlock("Be brief.")]
+        >>> assemble_context(blocks, counter=TokenCounter(), max_tokens=100).messages
+        [{'role': 'system', 'content': 'Be brief.'}, {'role': 'user', 'content': 'tabs?'}]
     """
 
     key: ClassVar[str] = "query"

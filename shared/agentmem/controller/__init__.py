@@ -17,7 +17,7 @@ Example:
 """
 
 from agentmem.controller.builder import ManagerBuilder
-from agentmem.controller.config import DEFAULT_MODEL, ManagerConfig
+from agentmem.controller.config import DEFAULT_MODEL, ManagerConfig, ManagerSettings
 from agentmem.controller.conflicts import ConflictDecision, ConflictResolver
 from agentmem.controller.consolidation import ConsolidationReport, MemoryConsolidator
 from agentmem.controller.forgetting import ForgettingPolicy, ForgettingReport
@@ -36,6 +36,7 @@ __all__ = [
     "ForgettingReport",
     "ManagerBuilder",
     "ManagerConfig",
+    "ManagerSettings",
     "MemoryConsolidator",
     "MemoryManager",
     "MemoryRetriever",

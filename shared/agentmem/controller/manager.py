@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from agentmem._delegate import Delegate
+from typing_extensions import Unpack
+
+from agentmem._delegate import Delegate, ReadOnlyDelegate
 from agentmem._sansio import Program, async_twin, blocking, call, twin
 from agentmem.context import (
     Block,
@@ -40,7 +41,7 @@ from agentmem.context import (
     assemble_context,
 )
 from agentmem.controller.builder import ManagerBuilder
-from agentmem.controller.config import ManagerConfig
+from agentmem.controller.config import ManagerConfig, ManagerSettings
 from agentmem.controller.conflicts import ConflictDecision
 from agentmem.controller.consolidation import ConsolidationReport, MemoryConsolidator
 from agentmem.controller.forgetting import ForgettingPolicy, ForgettingReport
@@ -52,7 +53,7 @@ from agentmem.long_term.memory import LongTermMemory
 from agentmem.long_term.store import ScoredRecord
 from agentmem.short_term.summary import SummaryBufferMemory
 from agentmem.stores.base import SessionStore
-from agentmem.tokens import DEFAULT_MODEL, TokenCounter
+from agentmem.tokens import TokenCounter
 from agentmem.types import Message, MessageLike
 from agentmem.working import WorkingMemory
 
@@ -131,16 +132,12 @@ class MemoryManager:
         """Owner of the long-term memories."""
         return self.long_term.scope.user_id
 
-    @property
-    def session_id(self) -> str:
-        """The current conversation."""
-        return self.short_term.session_id
-
-    @property
-    def token_counter(self) -> TokenCounter:
-        """Counts tokens for the target model."""
-        return self.short_term.token_counter
-
+    session_id: ReadOnlyDelegate[str] = ReadOnlyDelegate(
+        "short_term", doc="The current conversation."
+    )
+    token_counter: ReadOnlyDelegate[TokenCounter] = ReadOnlyDelegate(
+        "short_term", doc="Counts tokens for the target model."
+    )
     consolidator: Delegate[MemoryConsolidator] = Delegate(
         "scheduler", doc="Moves conversation into long-term memory (the scheduler's)."
     )
@@ -162,12 +159,7 @@ class MemoryManager:
         home: str | Path | None = None,
         llm: ChatModel | None = None,
         embedder: Embedder | None = None,
-        model: str = DEFAULT_MODEL,
-        max_short_term_tokens: int = 2000,
-        consolidate_every_tokens: int | None = 2000,
-        background: bool = False,
-        clock: Callable[[], datetime] | None = None,
-        system_prompt: str | None = None,
+        **settings: Unpack[ManagerSettings],
     ) -> MemoryManager:
         """A manager on the embedded defaults: SQLite sessions and Qdrant Edge memories
         under ``home`` (``AGENTMEM_HOME``, else the per-user data directory), the local
@@ -181,15 +173,16 @@ class MemoryManager:
         server and Redis instead (see :mod:`agentmem.backends`). A server that holds many
         users is better served by one :class:`~agentmem.MemoryService`.
 
+        The settings (``model``, ``max_short_term_tokens``, ``consolidate_every_tokens``,
+        ``background``, ``clock``, ``system_prompt``) are those of
+        :class:`~agentmem.controller.config.ManagerConfig`, with its defaults.
+
         Example:
             >>> with MemoryManager.open(user_id="alice", home=tmp_home) as mem:  # doctest: +SKIP
             ...     _ = mem.process_interaction("I indent with tabs", "Noted.")
         """
-        config = ManagerConfig(
-            model, max_short_term_tokens, consolidate_every_tokens, background, clock, system_prompt
-        )
         return ManagerBuilder.open(
-            config,
+            ManagerConfig(**settings),
             user_id=user_id,
             session_id=session_id,
             home=home,
@@ -207,30 +200,27 @@ class MemoryManager:
         long_term: LongTermMemory,
         session_id: str | None = None,
         llm: ChatModel | None = None,
-        model: str = DEFAULT_MODEL,
-        max_short_term_tokens: int = 2000,
-        consolidate_every_tokens: int | None = 2000,
-        background: bool = False,
-        clock: Callable[[], datetime] | None = None,
-        system_prompt: str | None = None,
         token_counter: TokenCounter | None = None,
         scheduler: ConsolidationQueue | None = None,
         on_close: Sequence[Callable[[], None]] = (),
+        **settings: Unpack[ManagerSettings],
     ) -> MemoryManager:
         """A manager over a given session store and long-term memory.
 
         A session may be shared by several users (a group chat): each user's consolidation
         keeps its own watermark and writes only that user's memories. ``on_close`` is
-        called by :meth:`close` (e.g. to close the stores given here).
+        called by :meth:`close` (e.g. to close the stores given here). The settings are
+        those of :meth:`open`.
 
         Raises:
             ConfigurationError: ``user_id`` is not ``long_term``'s user.
         """
-        config = ManagerConfig(
-            model, max_short_term_tokens, consolidate_every_tokens, background, clock, system_prompt
-        )
         builder = ManagerBuilder(
-            config, sessions=sessions, llm=llm, token_counter=token_counter, queue=scheduler
+            ManagerConfig(**settings),
+            sessions=sessions,
+            llm=llm,
+            token_counter=token_counter,
+            queue=scheduler,
         )
         return builder.build(
             long_term,

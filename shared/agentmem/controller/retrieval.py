@@ -23,7 +23,7 @@ previous instructions" reaches the model as a quoted memory, never as part of th
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Literal
 
 from agentmem._sansio import Program, async_twin, call, twin
@@ -80,12 +80,13 @@ class RetrievedContext:
         return [i.hit for i in self.items if i.hit is not None]
 
 
+@dataclass(eq=False)
 class MemoryRetriever:
     """Retrieves context for a query from the short-term, working and long-term tiers.
 
-    Args:
+    Attributes:
         long_term: Long-term memory (scoped).
-        working: Working memory of the session, if any.
+        working: Working memory of the session, if any (keyword-only, like the rest).
         short_term: Short-term memory of the session, if any.
         recent_turns: How many recent messages the ``recent``/``hybrid`` strategies return.
 
@@ -94,18 +95,11 @@ class MemoryRetriever:
         >>> retriever.retrieve_relevant_context("tabs?", strategy="hybrid")  # doctest: +SKIP
     """
 
-    def __init__(
-        self,
-        long_term: LongTermMemory,
-        *,
-        working: WorkingMemory | None = None,
-        short_term: ShortTermMemory | None = None,
-        recent_turns: int = 6,
-    ) -> None:
-        self.long_term = long_term
-        self.working = working
-        self.short_term = short_term
-        self.recent_turns = recent_turns
+    long_term: LongTermMemory
+    _: KW_ONLY
+    working: WorkingMemory | None = None
+    short_term: ShortTermMemory | None = None
+    recent_turns: int = 6
 
     @staticmethod
     def _check(strategy: str) -> Strategy:

@@ -38,7 +38,7 @@ from collections.abc import Sequence
 from typing_extensions import Protocol, runtime_checkable
 
 from agentmem.errors import DimensionMismatchError, InvalidValueError
-from agentmem.storable import check_storable_text
+from agentmem.storable import check_nonblank_text
 
 __all__ = [
     "Embedder",
@@ -99,15 +99,10 @@ def validate_text(text: object, *, what: str = "text") -> str:
         >>> validate_text("  ")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        agentmem.errors.InvalidValueError: text to embed is empty or only whitespace; ...
+        agentmem.errors.InvalidValueError: text to embed must not be empty or blank; skip it ...
     """
-    if not isinstance(text, str):
-        msg = f"{what} to embed must be a str, got {type(text).__name__}: {text!r:.80}"
-        raise InvalidValueError(msg)
-    if not text.strip():
-        msg = f"{what} to embed is empty or only whitespace; skip it instead of embedding it"
-        raise InvalidValueError(msg)
-    return check_storable_text(text, what=f"{what} to embed")
+    hint = "; skip it instead of embedding it"
+    return check_nonblank_text(text, what=f"{what} to embed", hint=hint)
 
 
 def validate_texts(texts: object) -> list[str]:

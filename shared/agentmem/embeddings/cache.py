@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from agentmem._checks import check_positive_int
+from agentmem._delegate import ReadOnlyDelegate
 from agentmem._sansio import Program, async_twin, call, twin
 from agentmem.embeddings.base import Embedder, validate_text, validate_texts
 from agentmem.errors import ConfigurationError
@@ -140,15 +141,12 @@ class CachedEmbedder:
             f"max_bytes={self.max_bytes})"
         )
 
-    @property
-    def model_name(self) -> str:
-        """The inner embedder's model name."""
-        return self.inner.model_name
-
-    @property
-    def dimension(self) -> int:
-        """The inner embedder's dimension."""
-        return self.inner.dimension
+    model_name: ReadOnlyDelegate[str] = ReadOnlyDelegate(
+        "inner", doc="The inner embedder's model name."
+    )
+    dimension: ReadOnlyDelegate[int] = ReadOnlyDelegate(
+        "inner", doc="The inner embedder's dimension."
+    )
 
     @property
     def nbytes(self) -> int:

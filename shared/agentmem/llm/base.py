@@ -138,13 +138,15 @@ def complete_json(
         >>> from pydantic import BaseModel
         >>> class Answer(BaseModel):
         ...     ok: bool
-        >>> class Yes:
+        >>> class SecondTry:  # cut-off JSON first; valid JSON once told what was wrong
+        ...     def __init__(self):
+        ...         self.replies = ['{"ok": tr', '{"ok": true}']
         ...     def complete(self, messages):
-        ...         return '{"ok": true}'
+        ...         return self.replies.pop(0)
         ...     async def acomplete(self, messages):
-        ...         return '{"ok": true}'
-        >>> complete_json(Yes(), [{"role": "user", "content": "ok?"}], Answer).ok
-        True
+        ...         return self.complete(messages)
+        >>> complete_json(SecondTry(), [{"role": "user", "content": "ok?"}], Answer)
+        Answer(ok=True)
     """
     return drive(complete_json_program(llm, messages, schema, max_retries=max_retries))
 

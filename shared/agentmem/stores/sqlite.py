@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import ValidationError
+from typing_extensions import TypedDict, Unpack
 
 from agentmem._session_ids import validate_session_id
 from agentmem.errors import (
@@ -43,7 +44,7 @@ from agentmem.stores.base import (
 )
 from agentmem.types import Message
 
-__all__ = ["SCHEMA_VERSION", "SQLiteSessionStore"]
+__all__ = ["SCHEMA_VERSION", "SQLiteOptions", "SQLiteSessionStore"]
 
 SCHEMA_VERSION = 1
 """Version of the table layout, kept in ``PRAGMA user_version``."""
@@ -76,6 +77,15 @@ _SCHEMA = (
 )
 
 _IN_MEMORY = (":memory:", "")
+
+
+class SQLiteOptions(TypedDict, total=False):
+    """The :class:`SQLiteSessionStore` constructor's keyword arguments (their defaults are
+    the constructor's), as :meth:`SQLiteSessionStore.open` takes them."""
+
+    timeout: float
+    synchronous: Literal["normal", "full"]
+    quick_check: bool
 
 
 class SQLiteSessionStore(SyncSessionStore):
@@ -137,14 +147,10 @@ class SQLiteSessionStore(SyncSessionStore):
 
     @classmethod
     def open(
-        cls,
-        path: str | os.PathLike[str],
-        *,
-        timeout: float = 30.0,
-        synchronous: Literal["normal", "full"] = "normal",
-        quick_check: bool = True,
+        cls, path: str | os.PathLike[str], **options: Unpack[SQLiteOptions]
     ) -> SQLiteSessionStore:
-        """Open (or create) the store at ``path``, creating missing parent directories.
+        """Open (or create) the store at ``path``, creating missing parent directories
+        (``options``: the constructor's, with its defaults).
 
         Example:
             >>> import tempfile, pathlib
@@ -156,7 +162,7 @@ class SQLiteSessionStore(SyncSessionStore):
         """
         if os.fspath(path) not in _IN_MEMORY:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-        return cls(path, timeout=timeout, synchronous=synchronous, quick_check=quick_check)
+        return cls(path, **options)
 
     @property
     def path(self) -> str:
@@ -391,20 +397,19 @@ class SQLiteSessionStore(SyncSessionStore):
 
     def count(self, session_id: str) -> int:
         """Number of messages in the log."""
-        self._check(session_id)
-        with self._read("count messages") as conn:
-            row = conn.execute(
-                "SELECT message_count FROM agentmem_sessions WHERE session_id = ?", (session_id,)
-            ).fetchone()
-        return int(row[0]) if row else 0
+        sql = "SELECT message_count FROM agentmem_sessions WHERE session_id = ?"
+        return self._read_number(session_id, "count messages", sql)
 
     def last_seq(self, session_id: str) -> int:
         """The highest seq in the log, 0 when it is empty (also right after ``clear``)."""
+        sql = "SELECT MAX(seq) FROM agentmem_messages WHERE session_id = ?"
+        return self._read_number(session_id, "read the last seq", sql)
+
+    def _read_number(self, session_id: str, action: str, sql: str) -> int:
+        """The number ``sql`` (one ``?``: the session id) selects; 0 for no row or NULL."""
         self._check(session_id)
-        with self._read("read the last seq") as conn:
-            row = conn.execute(
-                "SELECT MAX(seq) FROM agentmem_messages WHERE session_id = ?", (session_id,)
-            ).fetchone()
+        with self._read(action) as conn:
+            row = conn.execute(sql, (session_id,)).fetchone()
         return int(row[0]) if row and row[0] is not None else 0
 
     def _load(self, session_id: str, seq: int, body: str) -> StoredMessage:

@@ -14,7 +14,7 @@ Example:
 
 from agentmem.working import models
 from agentmem.working._validate import DEFAULT_MAX_VALUE_BYTES, MAX_KEY_LENGTH
-from agentmem.working.memory import WorkingMemory
+from agentmem.working.memory import WorkingMemory, WorkingMemoryOptions
 from agentmem.working.models import *
 from agentmem.working.render import render_context
 
@@ -22,6 +22,7 @@ __all__ = [
     "DEFAULT_MAX_VALUE_BYTES",
     "MAX_KEY_LENGTH",
     "WorkingMemory",
+    "WorkingMemoryOptions",
     "render_context",
     *models.__all__,
 ]

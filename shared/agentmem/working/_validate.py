@@ -10,7 +10,7 @@ from typing import Any
 
 from agentmem._checks import check_positive_int
 from agentmem.errors import ConfigurationError, InvalidValueError
-from agentmem.storable import check_storable_text, json_text
+from agentmem.storable import check_nonblank_text, json_text
 from agentmem.working.models import TASK_STATUSES
 
 __all__ = [
@@ -65,14 +65,14 @@ def check_clock_value(value: object) -> datetime:
 def check_key(key: object, what: str = "variable key", example: str = "user_city") -> str:
     """A variable key (or another name, as ``what``): a non-blank string of at most 256
     characters without control characters."""
-    key = _nonblank(key, what, f"; use a name such as {example!r}")
+    key = check_nonblank_text(key, what=what, hint=f"; use a name such as {example!r}")
     if len(key) > MAX_KEY_LENGTH:
         msg = f"{what} is {len(key)} characters long; the limit is {MAX_KEY_LENGTH}"
         raise InvalidValueError(msg)
     if any(ord(ch) < 32 or ord(ch) == 127 for ch in key):
         msg = f"{what} {key!r} contains control characters (newline, tab, ...); remove them"
         raise InvalidValueError(msg)
-    return check_storable_text(key, what=what)
+    return key
 
 
 def normalize_value(key: str, value: object, max_bytes: int) -> Any:
@@ -131,22 +131,12 @@ def description_key(fields: Mapping[str, Any]) -> str | None:
 
 def check_text(text: object, what: str, max_bytes: int) -> str:
     """Non-blank text of at most ``max_bytes`` UTF-8 bytes."""
-    text = _nonblank(text, what)
-    size = len(check_storable_text(text, what=what).encode("utf-8"))
+    text = check_nonblank_text(text, what=what)
+    size = len(text.encode("utf-8"))
     if size > max_bytes:
         msg = f"{what} is {size:,} bytes; the limit is {max_bytes:,} (max_value_bytes)"
         raise InvalidValueError(msg)
     return text
-
-
-def _nonblank(value: object, what: str, hint: str = "") -> str:
-    if not isinstance(value, str):
-        msg = f"{what} must be a string, got {type(value).__name__}"
-        raise InvalidValueError(msg)
-    if not value.strip():
-        msg = f"{what} must not be empty or blank{hint}"
-        raise InvalidValueError(msg)
-    return value
 
 
 def check_ttl(ttl: object) -> timedelta | None:

@@ -16,6 +16,8 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, TypeVar, overload
 
+from typing_extensions import TypedDict, Unpack
+
 from agentmem._sansio import Program, async_twin, call, locked, twin
 from agentmem.errors import ConfigurationError
 from agentmem.stores.base import SessionStore, validate_session_id
@@ -35,12 +37,23 @@ from agentmem.working.models import (
 )
 from agentmem.working.render import render_context
 
-__all__ = ["STATE_KEY", "WorkingMemory"]
+__all__ = ["STATE_KEY", "WorkingMemory", "WorkingMemoryOptions"]
 
 T = TypeVar("T")
 
 Ttl = float | timedelta | None
 """Seconds (int or float) or a ``timedelta``; ``None`` for no clock expiry."""
+
+
+class WorkingMemoryOptions(TypedDict, total=False):
+    """The :class:`WorkingMemory` constructor's arguments other than ``store`` (their
+    defaults are the constructor's), as :meth:`WorkingMemory.aopen` takes them."""
+
+    session_id: str
+    clock: Callable[[], datetime] | None
+    token_counter: TokenCounter | None
+    max_scratchpad_entries: int
+    max_value_bytes: int
 
 
 @overload
@@ -122,27 +135,15 @@ class WorkingMemory:
 
     @classmethod
     async def aopen(
-        cls,
-        *,
-        session_id: str = "default",
-        store: SessionStore | None = None,
-        clock: Callable[[], datetime] | None = None,
-        token_counter: TokenCounter | None = None,
-        max_scratchpad_entries: int = 50,
-        max_value_bytes: int = v.DEFAULT_MAX_VALUE_BYTES,
+        cls, *, store: SessionStore | None = None, **options: Unpack[WorkingMemoryOptions]
     ) -> WorkingMemory:
-        """Like the constructor, but loads the saved state through the store's async methods.
+        """Like the constructor (the same arguments, the same defaults), but loads the saved
+        state through the store's async methods.
 
         Example:
             >>> # wm = await WorkingMemory.aopen(session_id="s1", store=store)
         """
-        self = cls(
-            session_id=session_id,
-            clock=clock,
-            token_counter=token_counter,
-            max_scratchpad_entries=max_scratchpad_entries,
-            max_value_bytes=max_value_bytes,
-        )
+        self = cls(**options)
         if store is not None:
             self._store = store
             await self.areload()
