@@ -103,3 +103,22 @@ def test_an_older_store_gets_current_scope_at_open_and_a_rebuild(tmp_path: Path)
         everything = again.scroll(ALICE, filter=RecordFilter(include_history=True), limit=5_000)
         assert len(everything[0]) == 2_000
         assert again.count(ALICE) == 1_999
+
+
+def test_indexed_searches_score_with_exact_cosines(tmp_path: Path) -> None:
+    # A rebuilt generation searches an int8 copy of the vectors and rescores the candidates
+    # with float32: the scores fusion compares must equal the exact search's.
+    store, _ = indexed_store(tmp_path, 2_000)
+    try:
+        config = (tmp_path / (tmp_path / "CURRENT").read_text() / "edge_config.json").read_text()
+        assert "scalar" in config.lower()
+        query = np.random.default_rng(3).normal(size=DIM).tolist()
+        approx = store.search(ALICE, dense=query, limit=20, candidates=20)
+        exact = store.search(ALICE, dense=query, limit=20, candidates=20, exact=True)
+        exact_scores = {h.record.id: h.score for h in exact}
+        shared = [h for h in approx if h.record.id in exact_scores]
+        assert len(shared) >= 15
+        for hit in shared:
+            assert hit.score == pytest.approx(exact_scores[hit.record.id], abs=1e-5)
+    finally:
+        store.close()

@@ -242,9 +242,11 @@ class QdrantStoreBase(ClosesOnExit):
         if missing:
             msg = f"no memories with ids {missing} in scope {scope!r}; nothing was changed"
             raise MemoryNotFoundError(msg)
-        patches = [qc.make_patch(qc.record_from_payload(h.id, h.payload), fields) for h in hits]
-        if patches and fields:
-            yield from self._set_payload(patches)
+        if hits and fields:
+            # The keys a patch sets depend on the values and the scope only (the same for
+            # every record here): validate them on one record, write them to all at once.
+            first = qc.make_patch(qc.record_from_payload(hits[0].id, hits[0].payload), fields)
+            yield from self._set_payload([first._replace(id=h.id) for h in hits])
 
     @_operation
     def search(

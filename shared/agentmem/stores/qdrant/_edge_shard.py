@@ -32,9 +32,23 @@ def create_shard(path: Path, dimension: int, *, index_everything: bool = False) 
 
 
 def shard_schema(dimension: int, *, index_everything: bool = False) -> qe.EdgeConfig:
+    """The config of a new shard (or rebuilt generation).
+
+    Indexed segments keep an int8 copy of the dense vectors in RAM (scalar quantization,
+    +25% of the float32 size): the HNSW graph is built and searched on it, about 4x faster
+    to build here, and searches rescore their candidates with the float32 vectors (see
+    ``QdrantEdgeStore``'s queries), so the scores are exact cosines. On MiniLM vectors of
+    LoCoMo turns (29,000 points) recall@10 against exact search was 0.992 with it and
+    0.994 without.
+    """
     optimizers = qe.EdgeOptimizersConfig(indexing_threshold=1) if index_everything else None
+    dense = qe.EdgeVectorParams(
+        size=dimension,
+        distance=qe.Distance.Cosine,
+        quantization_config=qe.ScalarQuantizationConfig(qe.ScalarType.Int8, always_ram=True),
+    )
     return qe.EdgeConfig(
-        vectors={DENSE_VECTOR: qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine)},
+        vectors={DENSE_VECTOR: dense},
         sparse_vectors={SPARSE_VECTOR: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
         optimizers=optimizers,
     )

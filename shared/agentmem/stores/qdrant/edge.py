@@ -465,7 +465,13 @@ class QdrantEdgeStore(QdrantStoreBase):
 
 def _query_request(spec: qc.QuerySpec) -> qe.QueryRequest:
     flt = _filter(spec.conditions)
-    params = qe.SearchParams(exact=True) if spec.exact else None
+    # Exact: every float32 vector. Approximate: the int8 index, then the candidates
+    # rescored with float32, so scores are exact cosines either way (fusion compares them).
+    params = (
+        qe.SearchParams(exact=True, quantization=qe.QuantizationSearchParams(ignore=True))
+        if spec.exact
+        else _RESCORED
+    )
     nearest = []
     if spec.dense is not None:
         nearest.append(qe.Query.Nearest(spec.dense, using=DENSE_VECTOR))
@@ -498,6 +504,7 @@ def _query_request(spec: qc.QuerySpec) -> qe.QueryRequest:
     )
 
 
+_RESCORED = qe.SearchParams(quantization=qe.QuantizationSearchParams(rescore=True))
 _CONFIG_KEYS = (qc.TENANT_FIELD, *qc.KEYWORD_FIELDS, *qc.BOOL_FIELDS, *qc.FLOAT_FIELDS)
 
 
