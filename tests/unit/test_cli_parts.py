@@ -171,7 +171,7 @@ def test_library_warnings_become_one_line_on_stderr_during_a_command(
 ) -> None:
     import logging
 
-    from agentmem import _cli_commands
+    from agentmem import _cli_stats
     from agentmem.cli import main
 
     def stats(args: object, out: io.StringIO, err: io.StringIO) -> int:
@@ -182,7 +182,7 @@ def test_library_warnings_become_one_line_on_stderr_during_a_command(
         out.write("ok\n")
         return 0
 
-    monkeypatch.setattr(_cli_commands, "stats_command", stats)
+    monkeypatch.setattr(_cli_stats, "stats_command", stats)
     assert main(["stats", "--user", "alice"]) == 0
     captured = capsys.readouterr()
     assert captured.out == "ok\n"
