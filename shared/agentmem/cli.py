@@ -48,8 +48,8 @@ Command = Callable[[argparse.Namespace, TextIO, TextIO], int]
 
 
 def _deferred(module: str, name: str) -> Command:
-    """A command whose module is imported only when it runs: ``--help``, a usage error
-    and every parser import argparse and the error hierarchy, nothing else."""
+    """A command whose module is imported only when it runs, so ``--help`` and usage
+    errors import nothing but argparse and the error hierarchy."""
 
     def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         command: Command = getattr(load_module(module), name)
