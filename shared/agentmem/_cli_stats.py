@@ -57,7 +57,9 @@ def stats_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         for memory_type in MEMORY_TYPES:
             of_type = count(memory_types=(memory_type,))
             known = 0
-            for subtype in KNOWN_SUBTYPES if of_type else ():
+            for subtype in KNOWN_SUBTYPES:
+                if known == of_type:
+                    break  # every memory of the type is counted: the rest are zeros
                 n = count(memory_types=(memory_type,), subtypes=(subtype,))
                 if n:
                     rows.append((f"{memory_type}/{subtype}", n))
