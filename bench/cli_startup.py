@@ -292,6 +292,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 0,
             )
         )
+    load_before = os.getloadavg()
     rows = [
         _measure(name, argv, runs=args.runs, cwd=work, env=env, expect=expect)
         for name, argv, expect in plan
@@ -306,6 +307,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     shutil.rmtree(work, ignore_errors=True)
     return {
         "config": {"runs": args.runs, "sizes": args.sizes},
+        # 1-minute load average when the timed runs start and end (a busy machine is slower)
+        "load_average": [load_before[0], os.getloadavg()[0]],
         "env": environment(),
         "rows": rows,
         "stats_phases": phases,
