@@ -1,7 +1,7 @@
 """How fast the ``agentmem`` command answers: ``--help``, ``stats`` and every user mistake.
 
 Usage:
-    .venv/bin/python bench/cli_startup.py [--runs 10] [--sizes 100,10000]
+    .venv/bin/python bench/cli_startup.py [--runs 10] [--sizes 100,10000,100000]
         [--out bench/results/cli_startup.json]
 
 Each command runs ``--runs`` times (after one warm-up run) as a fresh process, the way a
@@ -17,12 +17,25 @@ them reads the real Qdrant Edge store. The mistakes are the CLI error table of t
 (missing file, directory, non-UTF-8, malformed line, wrong format for ``import``,
 ``demo --max-tokens 0``, unknown user): each must exit 1, and its time is the time to the
 error. No timed assertion: this prints numbers.
+
+The children run as an installed package does: with compiled bytecode. They may write it
+(``PYTHONDONTWRITEBYTECODE`` is dropped), into a cache directory of the run
+(``PYTHONPYCACHEPREFIX``), which the warm-up run fills; without it every run would compile
+agentmem's sources again (a third of a second on a slow machine).
+
+Where the time of ``stats`` goes (``stats_phases``, per home, medians of ``--runs``): in a
+child process under ``-X importtime``, from the first import of agentmem to the end of the
+command: the imports (every module, as ``-X importtime`` counts them), opening the Qdrant
+Edge store (``QdrantEdgeStore.__init__``: loading its segments), closing it (``close``:
+flush and shut the shard) and the rest (arguments, the counts, disk usage). The
+interpreter's own start and exit are not in it (the ``python -c pass`` row is the start).
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import math
 import os
 import shutil
@@ -156,11 +169,85 @@ def _inputs(work: Path) -> dict[str, Path]:
     return files
 
 
+# One `agentmem stats` run (under -X importtime) timing the store's open and close.
+_PHASES = """
+import io, json, sys, time
+sys.stderr.write("phases: start\\n")
+t0 = time.perf_counter()
+import agentmem.cli
+import agentmem.stores.qdrant.edge as edge
+spent = {"open": 0.0, "close": 0.0}
+
+def timed(phase, method):
+    def run(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return method(*args, **kwargs)
+        finally:
+            spent[phase] += time.perf_counter() - start
+    return run
+
+edge.QdrantEdgeStore.__init__ = timed("open", edge.QdrantEdgeStore.__init__)
+edge.QdrantEdgeStore.close = timed("close", edge.QdrantEdgeStore.close)
+sys.stdout = io.StringIO()
+code = agentmem.cli.main(["--home", sys.argv[1], "stats", "--user", "alice"])
+total = time.perf_counter() - t0
+sys.stdout = sys.__stdout__
+print(json.dumps({"code": code, "total": total, **spent}))
+"""
+
+
+def _import_seconds(stderr: str) -> float:
+    """The time ``-X importtime`` reports for the imports after the start marker."""
+    seconds = 0.0
+    for line in stderr.split("phases: start", 1)[-1].splitlines():
+        if line.startswith("import time:") and "|" in line:
+            own = line.removeprefix("import time:").split("|")[0].strip()
+            seconds += int(own) / 1e6 if own.isdigit() else 0.0
+    return seconds
+
+
+def stats_phases(home: Path, *, runs: int, cwd: Path, env: dict[str, str]) -> dict[str, float]:
+    """Where ``stats`` on ``home`` spends its time, after the interpreter has started:
+    imports (all of them, as ``-X importtime`` counts), opening and closing the Qdrant
+    Edge store, and the rest (the counts, disk usage); medians of ``runs`` children."""
+    samples = []
+    for _ in range(runs + 1):  # the first is a warm-up
+        done = subprocess.run(
+            [sys.executable, "-X", "importtime", "-c", _PHASES, str(home)],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        sample = json.loads(done.stdout.splitlines()[-1])
+        if sample["code"] != 0:
+            raise SystemExit(f"stats on {home} failed: {done.stderr[-2000:]}")
+        imports = _import_seconds(done.stderr)
+        rest = sample["total"] - imports - sample["open"] - sample["close"]
+        samples.append(
+            {
+                "total_ms": sample["total"] * 1000,
+                "imports_ms": imports * 1000,
+                "open_ms": sample["open"] * 1000,
+                "close_ms": sample["close"] * 1000,
+                "rest_ms": rest * 1000,
+            }
+        )
+    return {key: statistics.median(s[key] for s in samples[1:]) for key in samples[0]}
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Build the homes, time every command; returns the JSON report."""
     py, cli = sys.executable, _agentmem()
     work = Path(tempfile.mkdtemp(prefix="agentmem-cli-bench-"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENTMEM_"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OPENAI_", "AGENTMEM_")) and k != "PYTHONDONTWRITEBYTECODE"
+    }
+    env["PYTHONPYCACHEPREFIX"] = str(work / "bytecode")  # compiled once, like an install
     homes = {}
     for size in args.sizes:
         homes[size] = work / f"home-{size}"
@@ -205,6 +292,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 0,
             )
         )
+    load_before = os.getloadavg()
     rows = [
         _measure(name, argv, runs=args.runs, cwd=work, env=env, expect=expect)
         for name, argv, expect in plan
@@ -212,15 +300,29 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     base = rows[0]["median_ms"]
     for row in rows:
         row["x_python"] = row["median_ms"] / base
+    phases = []
+    for size, home in homes.items():
+        log(f"phases of stats ({size:,} memories) ...")
+        phases.append({"memories": size, **stats_phases(home, runs=args.runs, cwd=work, env=env)})
     shutil.rmtree(work, ignore_errors=True)
-    return {"config": {"runs": args.runs, "sizes": args.sizes}, "env": environment(), "rows": rows}
+    return {
+        "config": {"runs": args.runs, "sizes": args.sizes},
+        # 1-minute load average when the timed runs start and end (a busy machine is slower)
+        "load_average": [load_before[0], os.getloadavg()[0]],
+        "env": environment(),
+        "rows": rows,
+        "stats_phases": phases,
+    }
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=10, help="timed runs per command")
     parser.add_argument(
-        "--sizes", type=parse_sizes, default=[100, 10_000], help="memories of alice per home"
+        "--sizes",
+        type=parse_sizes,
+        default=[100, 10_000, 100_000],
+        help="memories of alice per home",
     )
     parser.add_argument("--no-reference", action="store_true", help="skip the torch rows")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
@@ -238,6 +340,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     print_table(
         report["rows"],
         ["command", "runs", "median_ms", "min_ms", "max_ms", "x_python", "peak_rss_mib", "exit"],
+    )
+    print()
+    print_table(
+        report["stats_phases"],
+        ["memories", "total_ms", "imports_ms", "open_ms", "close_ms", "rest_ms"],
     )
     write_json(args.out, report)
     print(f"wrote {args.out}")

@@ -36,7 +36,6 @@ __all__ = [
     "import_command",
     "ingest_command",
     "search_command",
-    "stats_command",
 ]
 
 BATCH = 256
@@ -139,64 +138,6 @@ def forget_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out.write(policy.apply(memory, dry_run=args.dry_run).to_text() + "\n")
     finally:
         memory.close()
-    return 0
-
-
-#: Subtypes ``stats`` counts one by one (those agentmem writes); any other is "(other)".
-KNOWN_SUBTYPES = (
-    "preference",
-    "fact",
-    "event",
-    "skill",
-    "goal",
-    "relationship",
-    "concept",
-    "episode",
-    "procedure",
-    "other",
-)
-
-
-def stats_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """``agentmem stats --user U``: memories by type and subtype, and the home's disk use
-    (allocated blocks, as ``du`` reports; the apparent size of sparse files in brackets).
-
-    Everything is counted by the store (indexed counts, no scan), so the answer takes the
-    same time at 100 memories as at 100,000.
-    """
-    from agentmem.long_term import RecordFilter
-
-    memory, _ = _reading(args)
-    rows: list[tuple[str, int]] = []
-    try:
-
-        def count(**conditions: object) -> int:
-            flt = RecordFilter.model_validate({"include_history": True, **conditions})
-            return memory.count_memories(flt)
-
-        total = count()
-        current = memory.count_memories(RecordFilter())
-        for memory_type in ("episodic", "semantic", "procedural"):
-            of_type = count(memory_types=(memory_type,))
-            known = 0
-            for subtype in KNOWN_SUBTYPES if of_type else ():
-                n = count(memory_types=(memory_type,), subtypes=(subtype,))
-                if n:
-                    rows.append((f"{memory_type}/{subtype}", n))
-                    known += n
-            if of_type > known:
-                rows.append((f"{memory_type}/(other)", of_type - known))
-    finally:
-        memory.close()
-    out.write(f"user {args.user}: {total} memories ({current} current)\n")
-    for key, n in rows:
-        out.write(f"  {key:<24} {n}\n")
-    home = common.resolve_config(args).home
-    allocated, apparent = common.disk_usage(home)
-    out.write(
-        f"home {home}: {common.format_bytes(allocated)} on disk "
-        f"(allocated; apparent size {common.format_bytes(apparent)})\n"
-    )
     return 0
 
 

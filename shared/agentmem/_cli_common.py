@@ -34,6 +34,7 @@ __all__ = [
     "check_query",
     "check_session",
     "check_user",
+    "check_user_memories",
     "deferred_embedder",
     "disk_usage",
     "format_bytes",
@@ -120,13 +121,18 @@ def require_user_memories(memory: LongTermMemory, where: Path | str) -> int:
     from agentmem.long_term import RecordFilter
 
     count = memory.count_memories(RecordFilter(include_history=True))
+    check_user_memories(count, memory.scope.user_id, where)
+    return count
+
+
+def check_user_memories(count: int, user: str, where: Path | str) -> None:
+    """Refuse a user with no memories (``count``, history included) in ``where``."""
     if count == 0:
         msg = (
-            f"user {memory.scope.user_id!r} has no memories in {where}; check --user "
+            f"user {user!r} has no memories in {where}; check --user "
             "(ids are case-sensitive) or --home"
         )
         raise InvalidValueError(msg)
-    return count
 
 
 def deferred_embedder(**kwargs: Any) -> DeferredEmbedder:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import math
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -117,8 +117,27 @@ def _json_line(path: Path, number: int, line: str, example: str) -> Any:
         raise InvalidValueError(msg) from None
 
 
-def _lines(text: str) -> list[tuple[int, str]]:
-    return [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+def _objects(
+    path: Path, text: str, *, example: str, not_object: str, own: str, other: str, hint: str
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Each non-blank line of a JSONL file as ``("path:line", its object)``.
+
+    Raises:
+        InvalidValueError: A line is not JSON (``example`` shows one that is), not an
+            object (``not_object`` says what it should be), or an object of the other
+            format: it has the ``other`` format's field and not this one's (``own``);
+            ``hint`` names that format and the command that reads it.
+    """
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        data = _json_line(path, number, line, example)
+        if not isinstance(data, dict):
+            raise InvalidValueError(f"{where}: a JSON {type(data).__name__}, {not_object}")
+        if other in data and own not in data:
+            raise InvalidValueError(f"{where}: {hint}")
+        yield where, data
 
 
 def parse_chat_jsonl(path: Path, text: str, *, default_session: str) -> dict[str, list[Message]]:
@@ -133,20 +152,17 @@ def parse_chat_jsonl(path: Path, text: str, *, default_session: str) -> dict[str
     from agentmem.types import Message
 
     sessions: dict[str, list[Message]] = {}
-    for number, line in _lines(text):
-        data = _json_line(path, number, line, _CHAT_EXAMPLE)
-        if not isinstance(data, dict):
-            msg = (
-                f"{path}:{number}: a JSON {type(data).__name__}, not an object; "
-                f"each line must be one message, like {_CHAT_EXAMPLE}"
-            )
-            raise InvalidValueError(msg)
-        if "memory_type" in data and "role" not in data:
-            msg = (
-                f"{path}:{number}: a memory record, not a chat message; "
-                "load files written by `agentmem export` with `agentmem import`"
-            )
-            raise InvalidValueError(msg)
+    lines = _objects(
+        path,
+        text,
+        example=_CHAT_EXAMPLE,
+        not_object=f"not an object; each line must be one message, like {_CHAT_EXAMPLE}",
+        own="role",
+        other="memory_type",
+        hint="a memory record, not a chat message; "
+        "load files written by `agentmem export` with `agentmem import`",
+    )
+    for where, data in lines:
         session = data.pop("session_id", None)
         try:
             if session is not None:
@@ -154,7 +170,7 @@ def parse_chat_jsonl(path: Path, text: str, *, default_session: str) -> dict[str
             message = Message.from_dict(data)
         except AgentMemError as exc:
             msg = (
-                f"{path}:{number}: not a chat message: {_one_line(str(exc))}; "
+                f"{where}: not a chat message: {_one_line(str(exc))}; "
                 f"each line needs at least role and content, like {_CHAT_EXAMPLE}"
             )
             raise InvalidValueError(msg) from None
@@ -289,18 +305,17 @@ def parse_memory_jsonl(
         )
         raise InvalidValueError(msg)
     records = []
-    for number, line in _lines(text):
-        where = f"{path}:{number}"
-        data = _json_line(path, number, line, "the lines `agentmem export` writes")
-        if not isinstance(data, dict):
-            msg = f"{where}: a JSON {type(data).__name__}, not a memory record object"
-            raise InvalidValueError(msg)
-        if "role" in data and "memory_type" not in data:
-            msg = (
-                f"{where}: a chat message, not a memory record; read conversations with "
-                "`agentmem ingest` (import reads what `agentmem export` writes)"
-            )
-            raise InvalidValueError(msg)
+    lines = _objects(
+        path,
+        text,
+        example="the lines `agentmem export` writes",
+        not_object="not a memory record object",
+        own="memory_type",
+        other="role",
+        hint="a chat message, not a memory record; read conversations with "
+        "`agentmem ingest` (import reads what `agentmem export` writes)",
+    )
+    for where, data in lines:
         vector = _vector(data, where, model_name, dimension)
         try:
             record = MemoryRecord.model_validate_json(json.dumps(data))

@@ -35,11 +35,11 @@ records without vectors load the embedding model (torch); the others never impor
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
+from agentmem._lazy import load_module
 from agentmem.errors import AgentMemError
 
 __all__ = ["main"]
@@ -47,13 +47,12 @@ __all__ = ["main"]
 Command = Callable[[argparse.Namespace, TextIO, TextIO], int]
 
 
-def _lazy(module: str, name: str) -> Command:
-    """A command whose module is imported only when it runs (``--help`` stays light)."""
+def _deferred(module: str, name: str) -> Command:
+    """A command whose module is imported only when it runs, so ``--help`` and usage
+    errors import nothing but argparse and the error hierarchy."""
 
     def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-        import importlib
-
-        command: Command = getattr(importlib.import_module(module), name)
+        command: Command = getattr(load_module(module), name)
         return command(args, out, err)
 
     return run
@@ -70,7 +69,7 @@ def _parser() -> argparse.ArgumentParser:
 
     def command(name: str, module: str, func: str, help: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help, description=help)
-        p.set_defaults(func=_lazy(f"agentmem.{module}", func))
+        p.set_defaults(func=_deferred(f"agentmem.{module}", func))
         required = name != "demo"
         p.add_argument(
             "--user",
@@ -103,7 +102,7 @@ def _parser() -> argparse.ArgumentParser:
     forget.add_argument("--min-retention", type=float, default=0.05)
     forget.add_argument("--max-age-days", type=float, default=None)
     forget.add_argument("--max-memories", type=int, default=None)
-    command("stats", cmds, "stats_command", "memories by type and disk use")
+    command("stats", "_cli_stats", "stats_command", "memories by type and disk use")
     export = command("export", cmds, "export_command", "export memories as JSONL")
     export.add_argument("file", help="the JSONL file to write (replaced only when complete)")
     export.add_argument(
@@ -118,29 +117,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
-class _WarningLines(logging.Handler):
-    """The library's warnings as ``agentmem: warning: ...`` lines on stderr (no traceback).
-
-    The library only logs (under ``agentmem``) and configures nothing; without a handler
-    Python would print its warnings raw, tracebacks included. The command line is the
-    application, so it decides: one line each, like its errors.
-    """
-
-    def __init__(self, stream: TextIO) -> None:
-        super().__init__(level=logging.WARNING)
-        self.stream = stream
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            self.stream.write(f"agentmem: warning: {_one_line(record.getMessage())}\n")
-        except Exception:  # a logging handler must never raise
-            self.handleError(record)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``agentmem`` command; returns the exit status.
 
@@ -150,22 +126,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         1
     """
     args = _parser().parse_args(argv)
+    from agentmem._cli_log import library_warnings_as_lines, one_line
+
     out, err = sys.stdout, sys.stderr
-    library = logging.getLogger("agentmem")
-    handler = _WarningLines(err)
-    library.addHandler(handler)
     try:
-        return int(args.func(args, out, err))
+        with library_warnings_as_lines(err):
+            return int(args.func(args, out, err))
     except AgentMemError as exc:
-        err.write(f"agentmem: {_one_line(str(exc))}\n")
+        err.write(f"agentmem: {one_line(str(exc))}\n")
     except OSError as exc:  # e.g. the disk filled up while writing an export
         where = f" {exc.filename}" if exc.filename else ""
         err.write(f"agentmem: cannot access{where}: {exc.strerror or exc}\n")
     except KeyboardInterrupt:
         err.write("\nagentmem: interrupted\n")
         return 130
-    finally:
-        library.removeHandler(handler)
     return 1
 
 

@@ -171,7 +171,7 @@ def test_library_warnings_become_one_line_on_stderr_during_a_command(
 ) -> None:
     import logging
 
-    from agentmem import _cli_commands
+    from agentmem import _cli_stats
     from agentmem.cli import main
 
     def stats(args: object, out: io.StringIO, err: io.StringIO) -> int:
@@ -182,9 +182,36 @@ def test_library_warnings_become_one_line_on_stderr_during_a_command(
         out.write("ok\n")
         return 0
 
-    monkeypatch.setattr(_cli_commands, "stats_command", stats)
+    monkeypatch.setattr(_cli_stats, "stats_command", stats)
     assert main(["stats", "--user", "alice"]) == 0
     captured = capsys.readouterr()
     assert captured.out == "ok\n"
     assert captured.err == "agentmem: warning: index build failed; retrying\n"
     assert logging.getLogger("agentmem").handlers == []  # removed after the command
+
+
+def test_stats_counts_types_subtypes_and_others_from_the_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agentmem.cli import main
+    from agentmem.long_term import LongTermMemory
+    from tests.fake_embedder import HashingEmbedder
+
+    home = tmp_path / "home"
+    memory = LongTermMemory.open(user_id="alice", home=home, embedder=HashingEmbedder(384))
+    try:
+        memory.store_memory("Alice indents Python with tabs", "semantic", subtype="preference")
+        memory.store_memory("Alice prefers dark themes", "semantic", subtype="preference")
+        memory.store_memory("Alice plays the cello", "semantic", subtype="hobby")
+        memory.store_memory("Alice moved to Lyon in May", "episodic")
+    finally:
+        memory.close()
+    assert main(["--home", str(home), "stats", "--user", "alice"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:4] == [
+        "user alice: 4 memories (4 current)",
+        "  episodic/(other)         1",
+        "  semantic/preference      2",
+        "  semantic/(other)         1",
+    ]
+    assert lines[4].startswith(f"home {home.resolve()}: ")

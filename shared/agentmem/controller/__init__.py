@@ -10,20 +10,28 @@
 * :mod:`~agentmem.controller.scheduler`: when consolidation runs (threshold, background
   worker pool, one run per session at a time).
 
+Names are imported on first use (PEP 562): ``from agentmem.controller.forgetting import
+ForgettingPolicy`` does not build the manager's imports.
+
 Example:
     >>> from agentmem.controller import ForgettingPolicy
     >>> ForgettingPolicy(max_age_days=30.0).max_age_days
     30.0
 """
 
-from agentmem.controller.builder import ManagerBuilder
-from agentmem.controller.config import DEFAULT_MODEL, ManagerConfig, ManagerSettings
-from agentmem.controller.conflicts import ConflictDecision, ConflictResolver
-from agentmem.controller.consolidation import ConsolidationReport, MemoryConsolidator
-from agentmem.controller.forgetting import ForgettingPolicy, ForgettingReport
-from agentmem.controller.manager import MemoryManager
-from agentmem.controller.retrieval import MemoryRetriever
-from agentmem.controller.scheduler import ConsolidationQueue, ConsolidationScheduler
+from typing import TYPE_CHECKING
+
+from agentmem._lazy import lazy_exports
+
+if TYPE_CHECKING:  # the static names, for type checkers and IDEs
+    from agentmem.controller.builder import ManagerBuilder
+    from agentmem.controller.config import DEFAULT_MODEL, ManagerConfig, ManagerSettings
+    from agentmem.controller.conflicts import ConflictDecision, ConflictResolver
+    from agentmem.controller.consolidation import ConsolidationReport, MemoryConsolidator
+    from agentmem.controller.forgetting import ForgettingPolicy, ForgettingReport
+    from agentmem.controller.manager import MemoryManager
+    from agentmem.controller.retrieval import MemoryRetriever
+    from agentmem.controller.scheduler import ConsolidationQueue, ConsolidationScheduler
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -41,3 +49,17 @@ __all__ = [
     "MemoryManager",
     "MemoryRetriever",
 ]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "agentmem.controller.builder": ("ManagerBuilder",),
+        "agentmem.controller.config": ("DEFAULT_MODEL", "ManagerConfig", "ManagerSettings"),
+        "agentmem.controller.conflicts": ("ConflictDecision", "ConflictResolver"),
+        "agentmem.controller.consolidation": ("ConsolidationReport", "MemoryConsolidator"),
+        "agentmem.controller.forgetting": ("ForgettingPolicy", "ForgettingReport"),
+        "agentmem.controller.manager": ("MemoryManager",),
+        "agentmem.controller.retrieval": ("MemoryRetriever",),
+        "agentmem.controller.scheduler": ("ConsolidationQueue", "ConsolidationScheduler"),
+    },
+)

@@ -7,12 +7,13 @@
 :func:`default_embedder`               ``CachedEmbedder(SentenceTransformerEmbedder())``
 =====================================  ==========================================
 
-Model packages are imported only when the matching class is built. The framework adapters
-live with their framework: ``langchain_agentmem.LangChainEmbedder`` (any LangChain
-``Embeddings``) and ``llamaindex_agentmem.LlamaIndexEmbedder`` (any LlamaIndex
-``BaseEmbedding``). Their old names here still resolve until agentmem 0.3, with a
-``DeprecationWarning``, through a module ``__getattr__`` that imports them lazily, so
-``import agentmem.embeddings`` imports no framework.
+Every name is imported on first use (PEP 562), and model packages only when the matching
+class is built. The framework adapters live with their framework:
+``langchain_agentmem.LangChainEmbedder`` (any LangChain ``Embeddings``) and
+``llamaindex_agentmem.LlamaIndexEmbedder`` (any LlamaIndex ``BaseEmbedding``). Their old
+names here still resolve until agentmem 0.3, with a ``DeprecationWarning``, through a
+module ``__getattr__`` that imports them lazily, so ``import agentmem.embeddings`` imports
+no framework.
 
 Example:
     >>> from agentmem.embeddings import default_embedder
@@ -23,23 +24,70 @@ Example:
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING
 
-from agentmem.embeddings import cache, local, openai
-from agentmem.embeddings.base import Embedder
-from agentmem.embeddings.cache import *
-from agentmem.embeddings.local import *
-from agentmem.embeddings.openai import *
+from agentmem._lazy import lazy_exports
+from agentmem.embeddings.adapters import warn_moved
 
-if TYPE_CHECKING:  # the deprecated names, for type checkers only
+if TYPE_CHECKING:  # the static names, for type checkers and IDEs
+    from agentmem.embeddings.base import Embedder
+    from agentmem.embeddings.cache import (
+        BYTES_PER_VECTOR_384,
+        DEFAULT_MAX_BYTES,
+        DEFAULT_MAX_ENTRIES,
+        ENTRY_OVERHEAD,
+        CachedEmbedder,
+        CacheInfo,
+    )
+    from agentmem.embeddings.local import (
+        ALL_MINILM_L6_V2,
+        ALL_MINILM_L6_V2_SHA256,
+        SentenceTransformerEmbedder,
+        default_embedder,
+        file_sha256,
+    )
+    from agentmem.embeddings.openai import OpenAIEmbedder
     from langchain_agentmem.embeddings import LangChainEmbedder as LangChainEmbedder
     from llamaindex_agentmem.embeddings import LlamaIndexEmbedder as LlamaIndexEmbedder
 
-__all__ = ["Embedder", *cache.__all__, *local.__all__, *openai.__all__]
+__all__ = [
+    "ALL_MINILM_L6_V2",
+    "ALL_MINILM_L6_V2_SHA256",
+    "BYTES_PER_VECTOR_384",
+    "DEFAULT_MAX_BYTES",
+    "DEFAULT_MAX_ENTRIES",
+    "ENTRY_OVERHEAD",
+    "CacheInfo",
+    "CachedEmbedder",
+    "Embedder",
+    "OpenAIEmbedder",
+    "SentenceTransformerEmbedder",
+    "default_embedder",
+    "file_sha256",
+]
 
-
-def __getattr__(name: str) -> type:
-    # PEP 562: LangChainEmbedder / LlamaIndexEmbedder moved to the adapter packages.
-    from agentmem.embeddings.adapters import warn_moved
-
-    return warn_moved(__name__, name)
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "agentmem.embeddings.base": ("Embedder",),
+        "agentmem.embeddings.cache": (
+            "BYTES_PER_VECTOR_384",
+            "DEFAULT_MAX_BYTES",
+            "DEFAULT_MAX_ENTRIES",
+            "ENTRY_OVERHEAD",
+            "CacheInfo",
+            "CachedEmbedder",
+        ),
+        "agentmem.embeddings.local": (
+            "ALL_MINILM_L6_V2",
+            "ALL_MINILM_L6_V2_SHA256",
+            "SentenceTransformerEmbedder",
+            "default_embedder",
+            "file_sha256",
+        ),
+        "agentmem.embeddings.openai": ("OpenAIEmbedder",),
+    },
+    # LangChainEmbedder / LlamaIndexEmbedder moved to the adapter packages (PEP 562).
+    fallback=partial(warn_moved, __name__),
+)

@@ -1,5 +1,8 @@
 """Short-term memory: the conversation, budgeted with exact token counts.
 
+Names are imported on first use (PEP 562): a module that needs the view alone does not
+import the summarizer.
+
 Example:
     >>> from agentmem.short_term import SlidingWindowMemory
     >>> memory = SlidingWindowMemory(window_size=1)
@@ -9,11 +12,16 @@ Example:
     [{'role': 'user', 'content': 'second'}]
 """
 
-from agentmem.short_term.base import ShortTermMemory
-from agentmem.short_term.buffer import ConversationBufferMemory
-from agentmem.short_term.summary import SUMMARY_STATE_KEY, Summarizer, SummaryBufferMemory
-from agentmem.short_term.view import ShortTermView
-from agentmem.short_term.window import SlidingWindowMemory
+from typing import TYPE_CHECKING
+
+from agentmem._lazy import lazy_exports
+
+if TYPE_CHECKING:  # the static names, for type checkers and IDEs
+    from agentmem.short_term.base import ShortTermMemory
+    from agentmem.short_term.buffer import ConversationBufferMemory
+    from agentmem.short_term.summary import SUMMARY_STATE_KEY, Summarizer, SummaryBufferMemory
+    from agentmem.short_term.view import ShortTermView
+    from agentmem.short_term.window import SlidingWindowMemory
 
 __all__ = [
     "SUMMARY_STATE_KEY",
@@ -24,3 +32,14 @@ __all__ = [
     "Summarizer",
     "SummaryBufferMemory",
 ]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "agentmem.short_term.base": ("ShortTermMemory",),
+        "agentmem.short_term.buffer": ("ConversationBufferMemory",),
+        "agentmem.short_term.summary": ("SUMMARY_STATE_KEY", "Summarizer", "SummaryBufferMemory"),
+        "agentmem.short_term.view": ("ShortTermView",),
+        "agentmem.short_term.window": ("SlidingWindowMemory",),
+    },
+)

@@ -2,41 +2,71 @@
 working memory) and the long-term stores: the Qdrant ones (:mod:`agentmem.stores.qdrant`)
 and :class:`~agentmem.stores.in_memory.InMemoryMemoryStore` (tests, throwaway agents).
 
+Names are imported on first use (PEP 562), so ``RedisSessionStore`` (the optional
+``redis`` package) and the Qdrant stores cost nothing until they are used.
+
 Example:
     >>> from agentmem.stores import InMemorySessionStore, SessionStore
     >>> isinstance(InMemorySessionStore(), SessionStore)
     True
 """
 
-from agentmem.stores import base
-from agentmem.stores.base import *
-from agentmem.stores.memory import InMemorySessionStore
-from agentmem.stores.sqlite import SQLiteSessionStore
+from typing import TYPE_CHECKING
+
+from agentmem._lazy import lazy_exports
+
+if TYPE_CHECKING:  # the static names, for type checkers and IDEs
+    from agentmem.stores.base import (
+        MAX_SESSION_ID_LENGTH,
+        SessionStore,
+        StoredMessage,
+        SyncSessionStore,
+        check_messages,
+        check_state_key,
+        dump_state,
+        validate_session_id,
+    )
+    from agentmem.stores.in_memory import InMemoryMemoryStore
+    from agentmem.stores.memory import InMemorySessionStore
+    from agentmem.stores.qdrant import QdrantClientStore, QdrantEdgeStore
+    from agentmem.stores.redis import RedisSessionStore
+    from agentmem.stores.sqlite import SQLiteSessionStore
 
 __all__ = [
+    "MAX_SESSION_ID_LENGTH",
     "InMemoryMemoryStore",
     "InMemorySessionStore",
     "QdrantClientStore",
     "QdrantEdgeStore",
     "RedisSessionStore",
     "SQLiteSessionStore",
-    *base.__all__,
+    "SessionStore",
+    "StoredMessage",
+    "SyncSessionStore",
+    "check_messages",
+    "check_state_key",
+    "dump_state",
+    "validate_session_id",
 ]
 
-
-def __getattr__(name: str) -> object:
-    # RedisSessionStore needs the optional ``redis`` package: import it on first use only.
-    if name == "RedisSessionStore":
-        from agentmem.stores.redis import RedisSessionStore
-
-        return RedisSessionStore
-    if name == "InMemoryMemoryStore":
-        from agentmem.stores.in_memory import InMemoryMemoryStore
-
-        return InMemoryMemoryStore
-    if name in ("QdrantEdgeStore", "QdrantClientStore"):
-        from agentmem.stores import qdrant
-
-        return getattr(qdrant, name)
-    msg = f"module {__name__!r} has no attribute {name!r}"
-    raise AttributeError(msg)
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "agentmem.stores.base": (
+            "MAX_SESSION_ID_LENGTH",
+            "SessionStore",
+            "StoredMessage",
+            "SyncSessionStore",
+            "check_messages",
+            "check_state_key",
+            "dump_state",
+            "validate_session_id",
+        ),
+        "agentmem.stores.in_memory": ("InMemoryMemoryStore",),
+        "agentmem.stores.memory": ("InMemorySessionStore",),
+        "agentmem.stores.qdrant.client": ("QdrantClientStore",),
+        "agentmem.stores.qdrant.edge": ("QdrantEdgeStore",),
+        "agentmem.stores.redis": ("RedisSessionStore",),
+        "agentmem.stores.sqlite": ("SQLiteSessionStore",),
+    },
+)

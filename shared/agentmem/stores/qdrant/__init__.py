@@ -18,19 +18,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agentmem.stores.qdrant.edge import AutoIndex, QdrantEdgeStore
+from agentmem._lazy import lazy_exports
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the static names, for type checkers and IDEs
     from agentmem.stores.qdrant.client import QdrantClientStore
+    from agentmem.stores.qdrant.edge import AutoIndex, QdrantEdgeStore
 
 __all__ = ["AutoIndex", "QdrantClientStore", "QdrantEdgeStore"]
 
-
-def __getattr__(name: str) -> object:
-    # QdrantClientStore needs the optional ``qdrant-client`` package: import it on first use.
-    if name == "QdrantClientStore":
-        from agentmem.stores.qdrant.client import QdrantClientStore
-
-        return QdrantClientStore
-    msg = f"module {__name__!r} has no attribute {name!r}"
-    raise AttributeError(msg)
+# Imported on first use: the Qdrant Edge engine, or the optional ``qdrant-client`` package.
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "agentmem.stores.qdrant.client": ("QdrantClientStore",),
+        "agentmem.stores.qdrant.edge": ("AutoIndex", "QdrantEdgeStore"),
+    },
+)

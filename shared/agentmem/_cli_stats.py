@@ -1,0 +1,79 @@
+"""``agentmem stats``: counts from the long-term store alone (private).
+
+Counting needs neither an embedder nor the long-term tier: the command opens the store of
+the home (or server) with the default model's dimension and asks it for indexed counts.
+It builds no embedder and no manager, imports no tier, and loads no model.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import TextIO
+
+from agentmem import _cli_common as common
+from agentmem._cli_embedder import DEFAULT_DIMENSION
+
+__all__ = ["KNOWN_SUBTYPES", "stats_command"]
+
+#: Subtypes ``stats`` counts one by one (those agentmem writes); any other is "(other)".
+KNOWN_SUBTYPES = (
+    "preference",
+    "fact",
+    "event",
+    "skill",
+    "goal",
+    "relationship",
+    "concept",
+    "episode",
+    "procedure",
+    "other",
+)
+
+
+def stats_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """``agentmem stats --user U``: memories by type and subtype, and the home's disk use
+    (allocated blocks, as ``du`` reports; the apparent size of sparse files in brackets).
+
+    Everything is counted by the store (indexed counts, no scan of the records).
+    """
+    from agentmem.backends import acquire_memory_store
+    from agentmem.long_term.records import MEMORY_TYPES, RecordFilter, Scope
+
+    user = common.check_user(args)
+    config = common.resolve_config(args)
+    common.require_memories_home(config, user)
+    lease = acquire_memory_store(config, dimension=DEFAULT_DIMENSION)
+    rows: list[tuple[str, int]] = []
+    try:
+        store, scope = lease.value, Scope(user_id=user)
+
+        def count(**conditions: object) -> int:
+            flt = RecordFilter.model_validate({"include_history": True, **conditions})
+            return store.count(scope, filter=flt)
+
+        total = count()
+        common.check_user_memories(total, user, config.qdrant_url or config.home)
+        current = store.count(scope, filter=RecordFilter())
+        for memory_type in MEMORY_TYPES:
+            of_type = count(memory_types=(memory_type,))
+            known = 0
+            for subtype in KNOWN_SUBTYPES:
+                if known == of_type:
+                    break  # every memory of the type is counted: the rest are zeros
+                n = count(memory_types=(memory_type,), subtypes=(subtype,))
+                if n:
+                    rows.append((f"{memory_type}/{subtype}", n))
+                    known += n
+            if of_type > known:
+                rows.append((f"{memory_type}/(other)", of_type - known))
+    finally:
+        lease.release()
+    out.write(f"user {user}: {total} memories ({current} current)\n")
+    for key, n in rows:
+        out.write(f"  {key:<24} {n}\n")
+    allocated, apparent = common.disk_usage(config.home)
+    out.write(
+        f"home {config.home}: {common.format_bytes(allocated)} on disk "
+        f"(allocated; apparent size {common.format_bytes(apparent)})\n"
+    )
+    return 0

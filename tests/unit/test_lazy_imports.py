@@ -1,0 +1,141 @@
+"""The packages import their public names on first use (PEP 562), and the command line
+imports only what a command needs: ``import agentmem`` and ``agentmem --help`` load
+neither numpy nor pydantic, and ``agentmem stats`` loads no tier, embedder or manager."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+LAZY = {
+    # package -> modules whose whole ``__all__`` it exports
+    "agentmem": ["agentmem.errors"],
+    "agentmem.controller": [],
+    "agentmem.embeddings": [
+        "agentmem.embeddings.cache",
+        "agentmem.embeddings.local",
+        "agentmem.embeddings.openai",
+    ],
+    "agentmem.long_term": [],
+    "agentmem.short_term": [],
+    "agentmem.stores": ["agentmem.stores.base"],
+    "agentmem.stores.qdrant": [],
+}
+
+# Optional packages some exported names need (skipped when not installed).
+OPTIONAL = {"QdrantClientStore": "qdrant_client", "RedisSessionStore": "redis"}
+
+
+def _loaded(code: str) -> list[str]:
+    """The modules a fresh interpreter holds after running ``code``."""
+    script = f"{code}\nimport sys\nprint(sorted(sys.modules))"
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
+    )
+    loaded: list[str] = ast.literal_eval(done.stdout.splitlines()[-1])
+    return loaded
+
+
+@pytest.mark.parametrize("name", sorted(LAZY))
+def test_every_exported_name_resolves_to_its_definition(name: str) -> None:
+    package = importlib.import_module(name)
+    assert len(set(package.__all__)) == len(package.__all__)
+    for export in package.__all__:
+        if export in OPTIONAL:
+            pytest.importorskip(OPTIONAL[export])
+        value = getattr(package, export)
+        assert export in vars(package)  # resolved once, then a plain attribute
+        assert value is getattr(package, export)
+    assert set(package.__all__) <= set(dir(package))
+    for module in LAZY[name]:
+        assert set(importlib.import_module(module).__all__) <= set(package.__all__), module
+
+
+@pytest.mark.parametrize("name", sorted(LAZY))
+def test_unknown_names_are_attribute_errors(name: str) -> None:
+    package = importlib.import_module(name)
+    with pytest.raises(AttributeError, match=rf"{name}.*NoSuchThing"):
+        package.NoSuchThing  # noqa: B018
+    assert getattr(package, "NoSuchThing", None) is None
+
+
+def test_star_import_gives_every_public_name() -> None:
+    namespace: dict[str, object] = {}
+    exec("from agentmem import *", namespace)
+    import agentmem
+
+    assert {n for n in namespace if not n.startswith("__")} == set(agentmem.__all__)
+
+
+def test_import_agentmem_loads_the_error_hierarchy_only() -> None:
+    loaded = _loaded("import agentmem")
+    ours = {m for m in loaded if m.split(".")[0] == "agentmem"}
+    assert ours == {
+        "agentmem",
+        "agentmem._lazy",
+        "agentmem._moved",
+        "agentmem.embeddings",  # lazy itself: the moved adapters' old names live there
+        "agentmem.embeddings.adapters",
+        "agentmem.errors",
+    }
+    assert not {"numpy", "pydantic", "asyncio", "tiktoken"} & set(loaded)
+
+
+def test_submodule_import_does_not_run_its_siblings() -> None:
+    loaded = set(_loaded("import agentmem.long_term.records, agentmem.stores.base"))
+    assert "agentmem.long_term.memory" not in loaded
+    assert "agentmem.stores.sqlite" not in loaded
+    assert "agentmem.embeddings.cache" not in loaded
+
+
+def test_cli_help_imports_argparse_and_the_parser_only() -> None:
+    code = (
+        "import sys\nfrom agentmem.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass"
+    )
+    loaded = _loaded(code)
+    ours = {m for m in loaded if m.split(".")[0] == "agentmem"}
+    assert ours <= {
+        "agentmem",
+        "agentmem._lazy",
+        "agentmem._moved",
+        "agentmem.cli",
+        "agentmem.embeddings",
+        "agentmem.embeddings.adapters",
+        "agentmem.errors",
+    }
+    assert "argparse" in loaded
+    assert not {"logging", "numpy", "pydantic", "asyncio", "json"} & set(loaded)
+
+
+def test_cli_stats_opens_the_store_without_tier_or_model(tmp_path: Path) -> None:
+    from agentmem.long_term import LongTermMemory
+    from tests.fake_embedder import HashingEmbedder
+
+    home = tmp_path / "home"
+    memory = LongTermMemory.open(user_id="alice", home=home, embedder=HashingEmbedder(384))
+    memory.store_memory("Alice indents Python with tabs", "semantic", subtype="preference")
+    memory.close()
+    code = (
+        "import contextlib, io\nfrom agentmem.cli import main\nout = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out):\n"
+        f"    assert main(['--home', {str(home)!r}, 'stats', '--user', 'alice']) == 0\n"
+        "assert 'semantic/preference      1' in out.getvalue(), out.getvalue()"
+    )
+    loaded = set(_loaded(code))
+    assert "agentmem.stores.qdrant.edge" in loaded
+    unneeded = {
+        "agentmem.long_term.memory",
+        "agentmem.long_term.episodic",
+        "agentmem.controller",
+        "agentmem._cli_commands",
+        "agentmem.tokens",
+        "tiktoken",
+        "torch",
+    }
+    assert not unneeded & loaded
