@@ -122,3 +122,23 @@ def test_indexed_searches_score_with_exact_cosines(tmp_path: Path) -> None:
             assert hit.score == pytest.approx(exact_scores[hit.record.id], abs=1e-5)
     finally:
         store.close()
+
+
+def test_a_read_only_session_writes_nothing_of_its_own(tmp_path: Path) -> None:
+    # Closing after reads only skips the flush and leaves agentmem's own files alone.
+    store, _ = indexed_store(tmp_path, 2_000)
+    store.close()
+    ours = [tmp_path / "CURRENT", tmp_path / "agentmem-index.json"]
+    before = [p.stat().st_mtime_ns for p in ours]
+    with QdrantEdgeStore(tmp_path, dimension=DIM, auto_index=LOW) as again:
+        again.search(ALICE, dense=[1.0] * DIM, limit=5)
+        again.count(ALICE)
+        assert not again._unflushed
+    assert [p.stat().st_mtime_ns for p in ours] == before
+    with QdrantEdgeStore(tmp_path, dimension=DIM, auto_index=LOW) as again:
+        (record,) = again.scroll(ALICE, limit=1)[0]
+        again.set_fields(ALICE, [record.id], {"pinned": True})
+        assert again._unflushed
+    with QdrantEdgeStore(tmp_path, dimension=DIM, auto_index=LOW) as again:
+        assert again.get(ALICE, [record.id])[0].pinned
+        assert again.unindexed_estimate() >= 1

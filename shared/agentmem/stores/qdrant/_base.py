@@ -143,12 +143,14 @@ class QdrantStoreBase(ClosesOnExit):
             ),
         ):
             while True:
-                page = yield from self._scroll(qc.ScrollSpec(missing, 256))
+                page = yield from self._scroll(qc.ScrollSpec(missing, 1024))
                 if not page[0]:
                     break
                 patches = [qc.Patch(h.id, patch(h.payload), []) for h in page[0]]
                 yield from self._set_payload(patches)
                 done += len(patches)
+        if done:
+            logger.info("gave %d points written by an older agentmem their new keys", done)
         return done
 
     # -- public API: each operation one program, run as one session ---------------------

@@ -126,6 +126,8 @@ class QdrantEdgeStore(QdrantStoreBase):
         self._moved: set[str] = set()  # ids written since the live generation was exported
         self._moved_before = 0  # such points at open (from agentmem-index.json)
         self._exported_moved: tuple[set[str], int] = (set(), 0)  # restored on a failure
+        self._unflushed = False  # a write since the last flush: close() flushes only then
+        self._saved_index_state: tuple[str, int] | None = None  # as agentmem-index.json holds
         self._rebuild: threading.Thread | None = None
         self._child: subprocess.Popen[bytes] | None = None
         self._path.mkdir(parents=True, exist_ok=True)
@@ -139,8 +141,9 @@ class QdrantEdgeStore(QdrantStoreBase):
             self._shard = self._open_shard()
             try:
                 self._moved_before = _read_moved(self._path, self._shard_dir)
+                self._saved_index_state = (self._shard_dir.name, self._moved_before)
                 with edge_errors(self._path, "update"):
-                    self._moved_before += self._backfill_spaces()
+                    self._backfill_spaces()  # its writes count as moved, like any other
                 if self._auto.enabled:
                     with self._mutex:
                         self._rebuild_if_due()
@@ -209,9 +212,11 @@ class QdrantEdgeStore(QdrantStoreBase):
         with self._mutex:
             self._check_open()
             self._shard.flush()
+            self._unflushed = False
 
     def close(self) -> None:
-        """Flush, close the shard and release the lock. Further use raises StoreClosedError.
+        """Flush (when anything was written), close the shard and release the lock. Further
+        use raises StoreClosedError.
 
         A background index rebuild still running is stopped (its work is dropped; the live
         shard is complete without it)."""
@@ -223,13 +228,16 @@ class QdrantEdgeStore(QdrantStoreBase):
                 self._child.kill()
         try:
             with self._mutex:
-                self._shard.flush()
+                if self._unflushed:  # a read-only session leaves the files as they were
+                    self._shard.flush()
                 self._shard.close()
         finally:
             rebuild = self._rebuild
             if rebuild is not None and rebuild is not threading.current_thread():
                 rebuild.join()  # it sees the store closed, drops its work and ends
-            _write_moved(self._path, self._shard_dir, self.unindexed_estimate())
+            state = (self._shard_dir.name, self.unindexed_estimate())
+            if state != self._saved_index_state:
+                _write_moved(self._path, *state)
             _unlock(self._lock_file)
 
     def unindexed_estimate(self) -> int:
@@ -361,6 +369,7 @@ class QdrantEdgeStore(QdrantStoreBase):
                 set_current_generation(self._path, target)
                 swapped = True
                 old, self._shard, self._shard_dir = self._shard, new, target
+                self._unflushed = True  # the replayed tail is in its WAL only
                 paused = time.monotonic() - paused_from
             with contextlib.suppress(Exception):
                 old.close()  # nobody uses it any more; its flush need not hold anyone up
@@ -414,6 +423,7 @@ class QdrantEdgeStore(QdrantStoreBase):
         yield from blocking(self._write, "set_payload", (patches,), len(patches))
 
     def _write(self, op: str, args: tuple[Any, ...], points: int) -> None:
+        self._unflushed = True
         _apply(self._shard, op, args)
         self._note_write(op, args, points)
 
@@ -558,8 +568,8 @@ def _read_moved(root: Path, generation: Path) -> int:
     return 0
 
 
-def _write_moved(root: Path, generation: Path, unindexed: int) -> None:
-    state = {"generation": generation.name, "unindexed": unindexed}
+def _write_moved(root: Path, generation: str, unindexed: int) -> None:
+    state = {"generation": generation, "unindexed": unindexed}
     with contextlib.suppress(OSError):
         tmp = root / (INDEX_STATE_FILE + ".tmp")
         tmp.write_text(json.dumps(state), encoding="utf-8")
