@@ -21,12 +21,17 @@ from agentmem.errors import *
 
 if TYPE_CHECKING:  # the static names, for type checkers and IDEs
     from agentmem.context import BuiltContext
-    from agentmem.controller.conflicts import ConflictDecision, ConflictResolver
-    from agentmem.controller.consolidation import ConsolidationReport, MemoryConsolidator
-    from agentmem.controller.forgetting import ForgettingPolicy, ForgettingReport
-    from agentmem.controller.manager import MemoryManager
-    from agentmem.controller.retrieval import MemoryRetriever
-    from agentmem.controller.scheduler import ConsolidationQueue
+    from agentmem.controller import (
+        ConflictDecision,
+        ConflictResolver,
+        ConsolidationQueue,
+        ConsolidationReport,
+        ForgettingPolicy,
+        ForgettingReport,
+        MemoryConsolidator,
+        MemoryManager,
+        MemoryRetriever,
+    )
     from agentmem.embeddings import (
         CachedEmbedder,
         Embedder,
@@ -92,46 +97,46 @@ __all__ = [
     *errors.__all__,  # the whole error hierarchy
 ]
 
-_EXPORTS = {  # name -> the module that defines it, imported when the name is first used
+_EXPORTS = {  # each name -> the module the TYPE_CHECKING block imports it from
     "Bm25Encoder": "agentmem.sparse",
-    "BuiltContext": "agentmem.context.assembler",
-    "CachedEmbedder": "agentmem.embeddings.cache",
-    "ChatModel": "agentmem.llm.base",
-    "ConflictDecision": "agentmem.controller.conflicts",
-    "ConflictResolver": "agentmem.controller.conflicts",
-    "ConsolidationQueue": "agentmem.controller.scheduler",
-    "ConsolidationReport": "agentmem.controller.consolidation",
-    "ConversationBufferMemory": "agentmem.short_term.buffer",
-    "Embedder": "agentmem.embeddings.base",
-    "EpisodicMemory": "agentmem.long_term.episodic",
-    "ForgettingPolicy": "agentmem.controller.forgetting",
-    "ForgettingReport": "agentmem.controller.forgetting",
-    "Hypothesis": "agentmem.working.models",
-    "LongTermMemory": "agentmem.long_term.memory",
-    "MemoryConsolidator": "agentmem.controller.consolidation",
-    "MemoryManager": "agentmem.controller.manager",
-    "MemoryRecord": "agentmem.long_term.records",
-    "MemoryRetriever": "agentmem.controller.retrieval",
+    "BuiltContext": "agentmem.context",
+    "CachedEmbedder": "agentmem.embeddings",
+    "ChatModel": "agentmem.llm",
+    "ConflictDecision": "agentmem.controller",
+    "ConflictResolver": "agentmem.controller",
+    "ConsolidationQueue": "agentmem.controller",
+    "ConsolidationReport": "agentmem.controller",
+    "ConversationBufferMemory": "agentmem.short_term",
+    "Embedder": "agentmem.embeddings",
+    "EpisodicMemory": "agentmem.long_term",
+    "ForgettingPolicy": "agentmem.controller",
+    "ForgettingReport": "agentmem.controller",
+    "Hypothesis": "agentmem.working",
+    "LongTermMemory": "agentmem.long_term",
+    "MemoryConsolidator": "agentmem.controller",
+    "MemoryManager": "agentmem.controller",
+    "MemoryRecord": "agentmem.long_term",
+    "MemoryRetriever": "agentmem.controller",
     "MemoryService": "agentmem.service",
     "Message": "agentmem.types",
-    "OpenAIEmbedder": "agentmem.embeddings.openai",
-    "ScratchpadEntry": "agentmem.working.models",
-    "SemanticMemory": "agentmem.long_term.semantic",
-    "SentenceTransformerEmbedder": "agentmem.embeddings.local",
-    "ShortTermMemory": "agentmem.short_term.base",
-    "ShortTermView": "agentmem.short_term.view",
-    "SlidingWindowMemory": "agentmem.short_term.window",
+    "OpenAIEmbedder": "agentmem.embeddings",
+    "ScratchpadEntry": "agentmem.working",
+    "SemanticMemory": "agentmem.long_term",
+    "SentenceTransformerEmbedder": "agentmem.embeddings",
+    "ShortTermMemory": "agentmem.short_term",
+    "ShortTermView": "agentmem.short_term",
+    "SlidingWindowMemory": "agentmem.short_term",
     "SparseEncoder": "agentmem.sparse",
-    "StructuredChatModel": "agentmem.llm.base",
-    "SummaryBufferMemory": "agentmem.short_term.summary",
-    "Task": "agentmem.working.models",
-    "TaskStatus": "agentmem.working.models",
+    "StructuredChatModel": "agentmem.llm",
+    "SummaryBufferMemory": "agentmem.short_term",
+    "Task": "agentmem.working",
+    "TaskStatus": "agentmem.working",
     "TokenCounter": "agentmem.tokens",
     "ToolCall": "agentmem.types",
-    "WorkingMemory": "agentmem.working.memory",
-    "acomplete_json": "agentmem.llm.base",
-    "complete_json": "agentmem.llm.base",
-    "default_embedder": "agentmem.embeddings.local",
+    "WorkingMemory": "agentmem.working",
+    "acomplete_json": "agentmem.llm",
+    "complete_json": "agentmem.llm",
+    "default_embedder": "agentmem.embeddings",
 }
 __getattr__, __dir__ = lazy_exports(
     __name__,

@@ -13,7 +13,7 @@ package uses it like this::
 
     __all__ = ["MemoryRecord", "Scope"]
 
-    _EXPORTS = {  # name -> the module that defines it, in the order of __all__
+    _EXPORTS = {  # each name -> the module imported from above, in the order of __all__
         "MemoryRecord": "agentmem.long_term.records",
         "Scope": "agentmem.long_term.records",
     }
@@ -70,8 +70,9 @@ def lazy_exports(
 
     Args:
         package: The package's ``__name__``.
-        exports: Each name the package exports -> the module that defines it (imported when
-            the name is first used).
+        exports: Each name the package exports -> the module that holds it, the one that
+            defines it or a subpackage that exports it (imported when the name is first
+            used).
         moved: Names that left the package -> the module that holds each now; they warn
             (:class:`DeprecationWarning`, pointing at the caller), then resolve.
         fallback: Called with any other name (it raises :class:`AttributeError` for names

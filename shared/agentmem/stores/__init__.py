@@ -49,12 +49,12 @@ __all__ = [
     "validate_session_id",
 ]
 
-_EXPORTS = {  # name -> the module that defines it, imported when the name is first used
+_EXPORTS = {  # each name -> the module the TYPE_CHECKING block imports it from
     "MAX_SESSION_ID_LENGTH": "agentmem.stores.base",
     "InMemoryMemoryStore": "agentmem.stores.in_memory",
     "InMemorySessionStore": "agentmem.stores.memory",
-    "QdrantClientStore": "agentmem.stores.qdrant.client",
-    "QdrantEdgeStore": "agentmem.stores.qdrant.edge",
+    "QdrantClientStore": "agentmem.stores.qdrant",
+    "QdrantEdgeStore": "agentmem.stores.qdrant",
     "RedisSessionStore": "agentmem.stores.redis",
     "SQLiteSessionStore": "agentmem.stores.sqlite",
     "SessionStore": "agentmem.stores.base",
