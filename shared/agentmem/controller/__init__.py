@@ -50,7 +50,7 @@ __all__ = [
     "MemoryRetriever",
 ]
 
-_EXPORTS = {  # name -> the module that defines it, imported when the name is first used
+_EXPORTS = {  # each name -> the module the TYPE_CHECKING block imports it from
     "DEFAULT_MODEL": "agentmem.controller.config",
     "ConflictDecision": "agentmem.controller.conflicts",
     "ConflictResolver": "agentmem.controller.conflicts",

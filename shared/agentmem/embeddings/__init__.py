@@ -67,7 +67,7 @@ __all__ = [
     "file_sha256",
 ]
 
-_EXPORTS = {  # name -> the module that defines it, imported when the name is first used
+_EXPORTS = {  # each name -> the module the TYPE_CHECKING block imports it from
     "ALL_MINILM_L6_V2": "agentmem.embeddings.local",
     "ALL_MINILM_L6_V2_SHA256": "agentmem.embeddings.local",
     "BYTES_PER_VECTOR_384": "agentmem.embeddings.cache",

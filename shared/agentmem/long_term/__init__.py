@@ -51,7 +51,7 @@ __all__ = [
     "content_hash",
 ]
 
-_EXPORTS = {  # name -> the module that defines it, imported when the name is first used
+_EXPORTS = {  # each name -> the module the TYPE_CHECKING block imports it from
     "MAX_CONTENT_CHARS": "agentmem.long_term.memory",
     "MEMORY_TYPES": "agentmem.long_term.records",
     "Boost": "agentmem.long_term.store",

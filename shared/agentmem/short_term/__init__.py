@@ -33,7 +33,7 @@ __all__ = [
     "SummaryBufferMemory",
 ]
 
-_EXPORTS = {  # name -> the module that defines it, imported when the name is first used
+_EXPORTS = {  # each name -> the module the TYPE_CHECKING block imports it from
     "SUMMARY_STATE_KEY": "agentmem.short_term.summary",
     "ConversationBufferMemory": "agentmem.short_term.buffer",
     "ShortTermMemory": "agentmem.short_term.base",

@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # the static names, for type checkers and IDEs
 __all__ = ["AutoIndex", "QdrantClientStore", "QdrantEdgeStore"]
 
 # Imported on first use: the Qdrant Edge engine, or the optional ``qdrant-client`` package.
-_EXPORTS = {  # name -> the module that defines it, imported when the name is first used
+_EXPORTS = {  # each name -> the module the TYPE_CHECKING block imports it from
     "AutoIndex": "agentmem.stores.qdrant.edge",
     "QdrantClientStore": "agentmem.stores.qdrant.client",
     "QdrantEdgeStore": "agentmem.stores.qdrant.edge",
