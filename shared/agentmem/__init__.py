@@ -21,12 +21,17 @@ from agentmem.errors import *
 
 if TYPE_CHECKING:  # the static names, for type checkers and IDEs
     from agentmem.context import BuiltContext
-    from agentmem.controller.conflicts import ConflictDecision, ConflictResolver
-    from agentmem.controller.consolidation import ConsolidationReport, MemoryConsolidator
-    from agentmem.controller.forgetting import ForgettingPolicy, ForgettingReport
-    from agentmem.controller.manager import MemoryManager
-    from agentmem.controller.retrieval import MemoryRetriever
-    from agentmem.controller.scheduler import ConsolidationQueue
+    from agentmem.controller import (
+        ConflictDecision,
+        ConflictResolver,
+        ConsolidationQueue,
+        ConsolidationReport,
+        ForgettingPolicy,
+        ForgettingReport,
+        MemoryConsolidator,
+        MemoryManager,
+        MemoryRetriever,
+    )
     from agentmem.embeddings import (
         CachedEmbedder,
         Embedder,
@@ -92,42 +97,50 @@ __all__ = [
     *errors.__all__,  # the whole error hierarchy
 ]
 
+_EXPORTS = {  # each name -> the module the TYPE_CHECKING block imports it from
+    "Bm25Encoder": "agentmem.sparse",
+    "BuiltContext": "agentmem.context",
+    "CachedEmbedder": "agentmem.embeddings",
+    "ChatModel": "agentmem.llm",
+    "ConflictDecision": "agentmem.controller",
+    "ConflictResolver": "agentmem.controller",
+    "ConsolidationQueue": "agentmem.controller",
+    "ConsolidationReport": "agentmem.controller",
+    "ConversationBufferMemory": "agentmem.short_term",
+    "Embedder": "agentmem.embeddings",
+    "EpisodicMemory": "agentmem.long_term",
+    "ForgettingPolicy": "agentmem.controller",
+    "ForgettingReport": "agentmem.controller",
+    "Hypothesis": "agentmem.working",
+    "LongTermMemory": "agentmem.long_term",
+    "MemoryConsolidator": "agentmem.controller",
+    "MemoryManager": "agentmem.controller",
+    "MemoryRecord": "agentmem.long_term",
+    "MemoryRetriever": "agentmem.controller",
+    "MemoryService": "agentmem.service",
+    "Message": "agentmem.types",
+    "OpenAIEmbedder": "agentmem.embeddings",
+    "ScratchpadEntry": "agentmem.working",
+    "SemanticMemory": "agentmem.long_term",
+    "SentenceTransformerEmbedder": "agentmem.embeddings",
+    "ShortTermMemory": "agentmem.short_term",
+    "ShortTermView": "agentmem.short_term",
+    "SlidingWindowMemory": "agentmem.short_term",
+    "SparseEncoder": "agentmem.sparse",
+    "StructuredChatModel": "agentmem.llm",
+    "SummaryBufferMemory": "agentmem.short_term",
+    "Task": "agentmem.working",
+    "TaskStatus": "agentmem.working",
+    "TokenCounter": "agentmem.tokens",
+    "ToolCall": "agentmem.types",
+    "WorkingMemory": "agentmem.working",
+    "acomplete_json": "agentmem.llm",
+    "complete_json": "agentmem.llm",
+    "default_embedder": "agentmem.embeddings",
+}
 __getattr__, __dir__ = lazy_exports(
     __name__,
-    {
-        "agentmem.context.assembler": ("BuiltContext",),
-        "agentmem.controller.conflicts": ("ConflictDecision", "ConflictResolver"),
-        "agentmem.controller.consolidation": ("ConsolidationReport", "MemoryConsolidator"),
-        "agentmem.controller.forgetting": ("ForgettingPolicy", "ForgettingReport"),
-        "agentmem.controller.manager": ("MemoryManager",),
-        "agentmem.controller.retrieval": ("MemoryRetriever",),
-        "agentmem.controller.scheduler": ("ConsolidationQueue",),
-        "agentmem.embeddings.base": ("Embedder",),
-        "agentmem.embeddings.cache": ("CachedEmbedder",),
-        "agentmem.embeddings.local": ("SentenceTransformerEmbedder", "default_embedder"),
-        "agentmem.embeddings.openai": ("OpenAIEmbedder",),
-        "agentmem.llm.base": (
-            "ChatModel",
-            "StructuredChatModel",
-            "acomplete_json",
-            "complete_json",
-        ),
-        "agentmem.long_term.episodic": ("EpisodicMemory",),
-        "agentmem.long_term.memory": ("LongTermMemory",),
-        "agentmem.long_term.records": ("MemoryRecord",),
-        "agentmem.long_term.semantic": ("SemanticMemory",),
-        "agentmem.service": ("MemoryService",),
-        "agentmem.short_term.base": ("ShortTermMemory",),
-        "agentmem.short_term.buffer": ("ConversationBufferMemory",),
-        "agentmem.short_term.summary": ("SummaryBufferMemory",),
-        "agentmem.short_term.view": ("ShortTermView",),
-        "agentmem.short_term.window": ("SlidingWindowMemory",),
-        "agentmem.sparse": ("Bm25Encoder", "SparseEncoder"),
-        "agentmem.tokens": ("TokenCounter",),
-        "agentmem.types": ("Message", "ToolCall"),
-        "agentmem.working.memory": ("WorkingMemory",),
-        "agentmem.working.models": ("Hypothesis", "ScratchpadEntry", "Task", "TaskStatus"),
-    },
+    _EXPORTS,
     # LangChainEmbedder / LlamaIndexEmbedder moved to langchain_agentmem /
     # llamaindex_agentmem; the old names warn and import them lazily until agentmem 0.3.
     fallback=partial(warn_moved, __name__),

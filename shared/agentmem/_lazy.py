@@ -1,5 +1,5 @@
-"""Lazy package exports (PEP 562): a package names the modules that hold its public names;
-each module is imported when one of its names is first used (private).
+"""Lazy package exports (PEP 562): a package maps each public name to the module that
+holds it; that module is imported when the name is first used (private).
 
 ``import agentmem`` then costs the package files alone, and ``agentmem --help`` or a
 program that needs one class does not pay for numpy, the pydantic models or the stores. A
@@ -12,9 +12,16 @@ package uses it like this::
         from agentmem.long_term.records import MemoryRecord, Scope
 
     __all__ = ["MemoryRecord", "Scope"]
-    __getattr__, __dir__ = lazy_exports(
-        __name__, {"agentmem.long_term.records": ("MemoryRecord", "Scope")}
-    )
+
+    _EXPORTS = {  # each name -> the module imported from above, in the order of __all__
+        "MemoryRecord": "agentmem.long_term.records",
+        "Scope": "agentmem.long_term.records",
+    }
+    __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+The three say the same names in the shapes their readers need (type checkers, ``import *``
+and linters, the import on first use); ``tests/unit/test_lazy_imports.py`` holds them
+together.
 
 A name is looked up once: its value is then set on the package, so later lookups are plain
 attribute reads. Names that moved away (``moved``: name -> the module that holds it now)
@@ -23,7 +30,7 @@ still resolve, with the :mod:`agentmem._moved` deprecation warning pointing at t
 Example:
     >>> import sys, types
     >>> pkg = sys.modules["demo_pkg"] = types.ModuleType("demo_pkg")
-    >>> pkg.__getattr__, pkg.__dir__ = lazy_exports("demo_pkg", {"math": ("sqrt",)})
+    >>> pkg.__getattr__, pkg.__dir__ = lazy_exports("demo_pkg", {"sqrt": "math"})
     >>> pkg.sqrt(4.0), "sqrt" in vars(pkg), "sqrt" in dir(pkg)
     (2.0, True, True)
     >>> del sys.modules["demo_pkg"]
@@ -32,7 +39,7 @@ Example:
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from types import ModuleType
 
 from agentmem._moved import _warn
@@ -54,7 +61,7 @@ def load_module(name: str) -> ModuleType:
 
 def lazy_exports(
     package: str,
-    modules: Mapping[str, Iterable[str]],
+    exports: Mapping[str, str],
     *,
     moved: Mapping[str, str] | None = None,
     fallback: Callable[[str], object] | None = None,
@@ -63,7 +70,9 @@ def lazy_exports(
 
     Args:
         package: The package's ``__name__``.
-        modules: Each module -> the names of it the package exports (imported on first use).
+        exports: Each name the package exports -> the module that holds it, the one that
+            defines it or a subpackage that exports it (imported when the name is first
+            used).
         moved: Names that left the package -> the module that holds each now; they warn
             (:class:`DeprecationWarning`, pointing at the caller), then resolve.
         fallback: Called with any other name (it raises :class:`AttributeError` for names
@@ -71,7 +80,7 @@ def lazy_exports(
             fallback that warns with ``stacklevel=3`` must add no frame of its own (a
             function of the name, or a :func:`functools.partial` of one).
     """
-    home = {name: module for module, names in modules.items() for name in names}
+    home = dict(exports)
     gone = dict(moved or {})
 
     def __getattr__(name: str) -> object:

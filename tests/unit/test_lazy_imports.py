@@ -9,6 +9,7 @@ import importlib
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -29,6 +30,11 @@ LAZY = {
 
 # Optional packages some exported names need (skipped when not installed).
 OPTIONAL = {"QdrantClientStore": "qdrant_client", "RedisSessionStore": "redis"}
+
+# package -> the module whose whole ``__all__`` it imports eagerly (``import *``), not lazily
+EAGER = {"agentmem": "agentmem.errors"}
+
+PACKAGE_ROOT = Path(__file__).resolve().parents[2] / "shared" / "agentmem"
 
 
 def _loaded(code: str) -> list[str]:
@@ -54,6 +60,57 @@ def test_every_exported_name_resolves_to_its_definition(name: str) -> None:
     assert set(package.__all__) <= set(dir(package))
     for module in LAZY[name]:
         assert set(importlib.import_module(module).__all__) <= set(package.__all__), module
+
+
+def _static_imports(package: ModuleType) -> dict[str, str]:
+    """The names the package imports under ``if TYPE_CHECKING:`` -> the module named there."""
+    assert package.__file__ is not None
+    tree = ast.parse(Path(package.__file__).read_text(encoding="utf-8"))
+    names: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            for statement in node.body:
+                assert isinstance(statement, ast.ImportFrom), ast.unparse(statement)
+                assert statement.module is not None
+                for alias in statement.names:
+                    names[alias.asname or alias.name] = statement.module
+    return names
+
+
+def test_every_lazy_package_is_checked_here() -> None:
+    packages = {
+        ".".join(path.relative_to(PACKAGE_ROOT.parent).parent.parts)
+        for path in PACKAGE_ROOT.rglob("__init__.py")
+        if "lazy_exports(" in path.read_text(encoding="utf-8")
+    }
+    assert packages == set(LAZY)
+
+
+@pytest.mark.parametrize("name", sorted(LAZY))
+def test_the_table_is___all___less_the_eager_names_in_its_order(name: str) -> None:
+    package = importlib.import_module(name)
+    eager = importlib.import_module(EAGER[name]).__all__ if name in EAGER else []
+    assert set(eager) <= set(vars(package))  # imported with the package, not on first use
+    assert list(package._EXPORTS) == [n for n in package.__all__ if n not in eager]
+
+
+@pytest.mark.parametrize("name", sorted(LAZY))
+def test_the_static_names_are_the_lazy_ones(name: str) -> None:
+    """What type checkers see (``if TYPE_CHECKING:``) is what the package serves at run
+    time: the table's names from the table's modules, each the same object, plus
+    deprecated names (not in ``__all__``) that resolve with a warning."""
+    from agentmem.embeddings.adapters import MOVED
+
+    package = importlib.import_module(name)
+    static = _static_imports(package)
+    deprecated = set(static) - set(package._EXPORTS)
+    assert deprecated <= set(MOVED)
+    assert not deprecated & set(package.__all__)
+    assert {n: m for n, m in static.items() if n not in deprecated} == package._EXPORTS
+    for export, module in static.items():
+        if export in deprecated or export in OPTIONAL:
+            continue
+        assert getattr(importlib.import_module(module), export) is getattr(package, export)
 
 
 @pytest.mark.parametrize("name", sorted(LAZY))

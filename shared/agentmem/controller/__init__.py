@@ -50,16 +50,20 @@ __all__ = [
     "MemoryRetriever",
 ]
 
-__getattr__, __dir__ = lazy_exports(
-    __name__,
-    {
-        "agentmem.controller.builder": ("ManagerBuilder",),
-        "agentmem.controller.config": ("DEFAULT_MODEL", "ManagerConfig", "ManagerSettings"),
-        "agentmem.controller.conflicts": ("ConflictDecision", "ConflictResolver"),
-        "agentmem.controller.consolidation": ("ConsolidationReport", "MemoryConsolidator"),
-        "agentmem.controller.forgetting": ("ForgettingPolicy", "ForgettingReport"),
-        "agentmem.controller.manager": ("MemoryManager",),
-        "agentmem.controller.retrieval": ("MemoryRetriever",),
-        "agentmem.controller.scheduler": ("ConsolidationQueue", "ConsolidationScheduler"),
-    },
-)
+_EXPORTS = {  # each name -> the module the TYPE_CHECKING block imports it from
+    "DEFAULT_MODEL": "agentmem.controller.config",
+    "ConflictDecision": "agentmem.controller.conflicts",
+    "ConflictResolver": "agentmem.controller.conflicts",
+    "ConsolidationQueue": "agentmem.controller.scheduler",
+    "ConsolidationReport": "agentmem.controller.consolidation",
+    "ConsolidationScheduler": "agentmem.controller.scheduler",
+    "ForgettingPolicy": "agentmem.controller.forgetting",
+    "ForgettingReport": "agentmem.controller.forgetting",
+    "ManagerBuilder": "agentmem.controller.builder",
+    "ManagerConfig": "agentmem.controller.config",
+    "ManagerSettings": "agentmem.controller.config",
+    "MemoryConsolidator": "agentmem.controller.consolidation",
+    "MemoryManager": "agentmem.controller.manager",
+    "MemoryRetriever": "agentmem.controller.retrieval",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

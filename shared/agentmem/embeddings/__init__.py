@@ -67,27 +67,24 @@ __all__ = [
     "file_sha256",
 ]
 
+_EXPORTS = {  # each name -> the module the TYPE_CHECKING block imports it from
+    "ALL_MINILM_L6_V2": "agentmem.embeddings.local",
+    "ALL_MINILM_L6_V2_SHA256": "agentmem.embeddings.local",
+    "BYTES_PER_VECTOR_384": "agentmem.embeddings.cache",
+    "DEFAULT_MAX_BYTES": "agentmem.embeddings.cache",
+    "DEFAULT_MAX_ENTRIES": "agentmem.embeddings.cache",
+    "ENTRY_OVERHEAD": "agentmem.embeddings.cache",
+    "CacheInfo": "agentmem.embeddings.cache",
+    "CachedEmbedder": "agentmem.embeddings.cache",
+    "Embedder": "agentmem.embeddings.base",
+    "OpenAIEmbedder": "agentmem.embeddings.openai",
+    "SentenceTransformerEmbedder": "agentmem.embeddings.local",
+    "default_embedder": "agentmem.embeddings.local",
+    "file_sha256": "agentmem.embeddings.local",
+}
 __getattr__, __dir__ = lazy_exports(
     __name__,
-    {
-        "agentmem.embeddings.base": ("Embedder",),
-        "agentmem.embeddings.cache": (
-            "BYTES_PER_VECTOR_384",
-            "DEFAULT_MAX_BYTES",
-            "DEFAULT_MAX_ENTRIES",
-            "ENTRY_OVERHEAD",
-            "CacheInfo",
-            "CachedEmbedder",
-        ),
-        "agentmem.embeddings.local": (
-            "ALL_MINILM_L6_V2",
-            "ALL_MINILM_L6_V2_SHA256",
-            "SentenceTransformerEmbedder",
-            "default_embedder",
-            "file_sha256",
-        ),
-        "agentmem.embeddings.openai": ("OpenAIEmbedder",),
-    },
+    _EXPORTS,
     # LangChainEmbedder / LlamaIndexEmbedder moved to the adapter packages (PEP 562).
     fallback=partial(warn_moved, __name__),
 )

@@ -51,24 +51,30 @@ __all__ = [
     "content_hash",
 ]
 
+_EXPORTS = {  # each name -> the module the TYPE_CHECKING block imports it from
+    "MAX_CONTENT_CHARS": "agentmem.long_term.memory",
+    "MEMORY_TYPES": "agentmem.long_term.records",
+    "Boost": "agentmem.long_term.store",
+    "Episode": "agentmem.long_term.episodic",
+    "EpisodicMemory": "agentmem.long_term.episodic",
+    "LongTermMemory": "agentmem.long_term.memory",
+    "MemoryRecord": "agentmem.long_term.records",
+    "MemoryStore": "agentmem.long_term.store",
+    "MemoryType": "agentmem.long_term.records",
+    "RankingConfig": "agentmem.long_term.ranking",
+    "RecordFilter": "agentmem.long_term.records",
+    "RelatedConcept": "agentmem.long_term.semantic",
+    "Relation": "agentmem.long_term.records",
+    "Scope": "agentmem.long_term.records",
+    "ScoredRecord": "agentmem.long_term.store",
+    "SearchMode": "agentmem.long_term.ranking",
+    "SemanticMemory": "agentmem.long_term.semantic",
+    "SparseVector": "agentmem.long_term.store",
+    "content_hash": "agentmem.long_term.records",
+}
 __getattr__, __dir__ = lazy_exports(
     __name__,
-    {
-        "agentmem.long_term.episodic": ("Episode", "EpisodicMemory"),
-        "agentmem.long_term.memory": ("MAX_CONTENT_CHARS", "LongTermMemory"),
-        "agentmem.long_term.ranking": ("RankingConfig", "SearchMode"),
-        "agentmem.long_term.records": (
-            "MEMORY_TYPES",
-            "MemoryRecord",
-            "MemoryType",
-            "RecordFilter",
-            "Relation",
-            "Scope",
-            "content_hash",
-        ),
-        "agentmem.long_term.semantic": ("RelatedConcept", "SemanticMemory"),
-        "agentmem.long_term.store": ("Boost", "MemoryStore", "ScoredRecord", "SparseVector"),
-    },
+    _EXPORTS,
     # The Qdrant stores moved to agentmem.stores.qdrant (the tier reaches them only
     # through the MemoryStore protocol); the old names warn for one release.
     moved={

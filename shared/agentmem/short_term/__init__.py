@@ -33,13 +33,13 @@ __all__ = [
     "SummaryBufferMemory",
 ]
 
-__getattr__, __dir__ = lazy_exports(
-    __name__,
-    {
-        "agentmem.short_term.base": ("ShortTermMemory",),
-        "agentmem.short_term.buffer": ("ConversationBufferMemory",),
-        "agentmem.short_term.summary": ("SUMMARY_STATE_KEY", "Summarizer", "SummaryBufferMemory"),
-        "agentmem.short_term.view": ("ShortTermView",),
-        "agentmem.short_term.window": ("SlidingWindowMemory",),
-    },
-)
+_EXPORTS = {  # each name -> the module the TYPE_CHECKING block imports it from
+    "SUMMARY_STATE_KEY": "agentmem.short_term.summary",
+    "ConversationBufferMemory": "agentmem.short_term.buffer",
+    "ShortTermMemory": "agentmem.short_term.base",
+    "ShortTermView": "agentmem.short_term.view",
+    "SlidingWindowMemory": "agentmem.short_term.window",
+    "Summarizer": "agentmem.short_term.summary",
+    "SummaryBufferMemory": "agentmem.short_term.summary",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

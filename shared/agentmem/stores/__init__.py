@@ -49,24 +49,20 @@ __all__ = [
     "validate_session_id",
 ]
 
-__getattr__, __dir__ = lazy_exports(
-    __name__,
-    {
-        "agentmem.stores.base": (
-            "MAX_SESSION_ID_LENGTH",
-            "SessionStore",
-            "StoredMessage",
-            "SyncSessionStore",
-            "check_messages",
-            "check_state_key",
-            "dump_state",
-            "validate_session_id",
-        ),
-        "agentmem.stores.in_memory": ("InMemoryMemoryStore",),
-        "agentmem.stores.memory": ("InMemorySessionStore",),
-        "agentmem.stores.qdrant.client": ("QdrantClientStore",),
-        "agentmem.stores.qdrant.edge": ("QdrantEdgeStore",),
-        "agentmem.stores.redis": ("RedisSessionStore",),
-        "agentmem.stores.sqlite": ("SQLiteSessionStore",),
-    },
-)
+_EXPORTS = {  # each name -> the module the TYPE_CHECKING block imports it from
+    "MAX_SESSION_ID_LENGTH": "agentmem.stores.base",
+    "InMemoryMemoryStore": "agentmem.stores.in_memory",
+    "InMemorySessionStore": "agentmem.stores.memory",
+    "QdrantClientStore": "agentmem.stores.qdrant",
+    "QdrantEdgeStore": "agentmem.stores.qdrant",
+    "RedisSessionStore": "agentmem.stores.redis",
+    "SQLiteSessionStore": "agentmem.stores.sqlite",
+    "SessionStore": "agentmem.stores.base",
+    "StoredMessage": "agentmem.stores.base",
+    "SyncSessionStore": "agentmem.stores.base",
+    "check_messages": "agentmem.stores.base",
+    "check_state_key": "agentmem.stores.base",
+    "dump_state": "agentmem.stores.base",
+    "validate_session_id": "agentmem.stores.base",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -27,10 +27,9 @@ if TYPE_CHECKING:  # the static names, for type checkers and IDEs
 __all__ = ["AutoIndex", "QdrantClientStore", "QdrantEdgeStore"]
 
 # Imported on first use: the Qdrant Edge engine, or the optional ``qdrant-client`` package.
-__getattr__, __dir__ = lazy_exports(
-    __name__,
-    {
-        "agentmem.stores.qdrant.client": ("QdrantClientStore",),
-        "agentmem.stores.qdrant.edge": ("AutoIndex", "QdrantEdgeStore"),
-    },
-)
+_EXPORTS = {  # each name -> the module the TYPE_CHECKING block imports it from
+    "AutoIndex": "agentmem.stores.qdrant.edge",
+    "QdrantClientStore": "agentmem.stores.qdrant.client",
+    "QdrantEdgeStore": "agentmem.stores.qdrant.edge",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
