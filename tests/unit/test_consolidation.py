@@ -474,7 +474,9 @@ def test_a_crash_anywhere_is_replayed_exactly_once(
     assert (again.messages, again.decisions, again.skipped) == (0, [], 0)
 
 
-def test_the_store_writes_of_a_run(long_term: LongTermMemory, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_store_writes_of_a_run(
+    long_term: LongTermMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     prepared(long_term)
     store = CrashingStore(long_term, monkeypatch, crash_at=0)
     MemoryConsolidator(long_term, store=InMemorySessionStore(), llm=Llm([RUN])).consolidate_session(

@@ -185,7 +185,8 @@ class ConflictResolver:
 
         Example:
             >>> resolver = ConflictResolver()
-            >>> records = [memory.new_record(t, "semantic") for t in ("tabs", "tabs")]  # doctest: +SKIP
+            >>> tabs = "Alice indents with tabs"
+            >>> records = [memory.new_record(tabs, "semantic") for _ in "ab"]  # doctest: +SKIP
             >>> [d.action for d in resolver.write_many(memory, records)]  # doctest: +SKIP
             ['add', 'reinforce']
         """
@@ -492,7 +493,8 @@ _Unit = npt.NDArray[np.float64]
 def _unit_rows(vectors: Sequence[Sequence[float]]) -> _Unit:
     matrix = np.asarray(vectors, dtype=np.float64)
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    return np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
+    unit: _Unit = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
+    return unit
 
 
 @dataclass
