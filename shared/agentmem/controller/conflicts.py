@@ -22,12 +22,13 @@ places is stored once and reinforced by the others, each reinforcement counted. 
 processes on a shared Qdrant server are not serialized with each other.)
 
 Batches (:meth:`ConflictResolver.write_many`) cost one embedder call, not one per memory:
-the candidates are embedded together (as documents, so a :class:`~agentmem.embeddings.
-CachedEmbedder` answers the write that follows from its cache), each is searched with its
-vector, and they are decided in order as if written one by one: a candidate also meets the
-ones decided before it in the batch, so the same fact twice in a batch is stored once and
-reinforced once. Plain additions are stored together, in one write, at the end (or earlier,
-as soon as a later candidate could be a duplicate of one, or judged against one).
+the candidates are embedded together, as documents (so the long-term tier's
+:class:`~agentmem.embeddings.CachedEmbedder` answers the write that follows from its
+cache), each is searched with its vector, and they are decided in order as if written one
+by one: a candidate also meets the ones decided before it in the batch, so the same fact
+twice in a batch is stored once and reinforced once. Plain additions are stored together,
+in one write, at the end (or earlier, as soon as a later candidate could be a duplicate of
+one, or be judged against one). :meth:`~ConflictResolver.write` is a batch of one.
 """
 
 from __future__ import annotations
