@@ -20,7 +20,7 @@ from agentmem.controller.conflicts import (
     ConflictResolver,
 )
 from agentmem.embeddings import CachedEmbedder
-from agentmem.errors import DimensionMismatchError, LLMTimeoutError
+from agentmem.errors import ConfigurationError, DimensionMismatchError, LLMTimeoutError
 from agentmem.long_term import LongTermMemory
 from agentmem.long_term.records import MemoryRecord, RecordFilter
 from agentmem.long_term.store import MemoryStore
@@ -714,3 +714,17 @@ def test_retrieve_memories_takes_a_query_vector(
     assert not [c for c in embedder.calls if c[0].endswith("query")]
     with pytest.raises(DimensionMismatchError, match="query_vector has 3 values"):
         long_term.retrieve_memories("anything", query_vector=[1.0, 0.0, 0.0])
+
+
+def test_an_embedder_returning_too_few_vectors_is_refused(
+    memory_store: MemoryStore, clock: Clock
+) -> None:
+    class Short(HashingEmbedder):
+        def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+            return super().embed_documents(texts)[:-1]
+
+    memory = LongTermMemory(store=memory_store, embedder=Short(DIM), user_id="alice", clock=clock)
+    records = [memory.new_record(t, "semantic") for t in (PARIS, CLIMBING)]
+    with pytest.raises(ConfigurationError, match="returned 1 vectors for 2 texts"):
+        ConflictResolver().write_many(memory, records)
+    assert stored(memory) == []

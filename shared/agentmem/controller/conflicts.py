@@ -44,7 +44,7 @@ import numpy.typing as npt
 from pydantic import BaseModel, Field
 
 from agentmem._sansio import Program, async_twin, call, locked, twin
-from agentmem.errors import LLMError
+from agentmem.errors import ConfigurationError, LLMError
 from agentmem.llm import ChatModel, complete_json_program
 from agentmem.long_term.memory import LongTermMemory
 from agentmem.long_term.records import MemoryRecord, RecordFilter
@@ -205,6 +205,12 @@ class ConflictResolver:
         embedder = memory.embedder
         texts = [r.content for r in records]
         vectors = yield from call(embedder.embed_documents, embedder.aembed_documents, texts)
+        if len(vectors) != len(records):
+            msg = (
+                f"{embedder!r} returned {len(vectors)} vectors for {len(records)} texts; an "
+                "embedder must return exactly one vector per text"
+            )
+            raise ConfigurationError(msg)
         program = self._resolve_batch(memory, records, vectors, resumed)
         return (yield from locked(_write_key(memory), program))
 
