@@ -270,7 +270,44 @@ def main(argv: list[str] | None = None) -> int:
                 run.update(round=round_, store=store_name, path=path)
                 runs.append(run)
                 log(f"round {round_} {store_name:<12} {path:<20} {run['seconds']:7.2f} s")
+        # written after every round: a slow machine still leaves the rounds it finished
+        rows, summary = summarize(runs)
+        result = {
+            "environment": environment(),
+            "source": source,
+            "messages": len(messages),
+            "memories": len(texts),
+            "rounds": round_,
+            "rows": rows,
+            "summary": summary,
+            "runs": [{k: v for k, v in r.items() if k != "decisions"} for r in runs],
+            "model_load_s": load_s,
+            "peak_rss_mb": peak_rss_mb(),
+            "load_average": os.getloadavg(),
+        }
+        write_json(args.out, result)
 
+    columns = [
+        "store",
+        "path",
+        "records",
+        "best s",
+        "records/s",
+        "x / raw",
+        "model share",
+        "model calls",
+    ]
+    print_table(rows, columns)
+    for store_name, ratios in summary.items():
+        print(f"\n{store_name}: " + ", ".join(f"{k} {_fmt(v)}" for k, v in ratios.items()))
+    rss = peak_rss_mb()
+    print(f"\nmodel load (once, not in the rates): {load_s:.2f} s")
+    print(f"peak RSS: {rss:,.0f} MiB (cpus: {os.cpu_count()}, load average {os.getloadavg()})")
+    return 0
+
+
+def summarize(runs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The best run of each path on each store, and the ratios between them."""
     rows: list[dict[str, Any]] = []
     summary: dict[str, Any] = {}
     for store_name in STORES:
@@ -295,7 +332,11 @@ def main(argv: list[str] | None = None) -> int:
                     "model calls": run["model_calls"],
                 }
             )
-        decisions = {tuple(map(tuple, best[p]["decisions"])) for p in PATHS}
+        decisions = {
+            tuple(map(tuple, r["decisions"]))
+            for r in runs
+            if r["store"] == store_name and "decisions" in r
+        }
         summary[store_name] = {
             "batched / per record (before)": best["per record (before)"]["seconds"]
             / best["batched"]["seconds"],
@@ -306,39 +347,7 @@ def main(argv: list[str] | None = None) -> int:
             "same decisions on every path": len(decisions) == 1,
             "stored": best["batched"]["stored"],
         }
-    columns = [
-        "store",
-        "path",
-        "records",
-        "best s",
-        "records/s",
-        "x / raw",
-        "model share",
-        "model calls",
-    ]
-    print_table(rows, columns)
-    for store_name, ratios in summary.items():
-        print(f"\n{store_name}: " + ", ".join(f"{k} {_fmt(v)}" for k, v in ratios.items()))
-    rss = peak_rss_mb()
-    print(f"\nmodel load (once, not in the rates): {load_s:.2f} s")
-    print(f"peak RSS: {rss:,.0f} MiB (cpus: {os.cpu_count()}, load average {os.getloadavg()})")
-    for run in runs:
-        run.pop("decisions", None)
-    write_json(
-        args.out,
-        {
-            "environment": environment(),
-            "source": source,
-            "messages": len(messages),
-            "memories": len(texts),
-            "rows": rows,
-            "summary": summary,
-            "runs": runs,
-            "model_load_s": load_s,
-            "peak_rss_mb": rss,
-        },
-    )
-    return 0
+    return rows, summary
 
 
 def _fmt(value: object) -> str:
