@@ -9,6 +9,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Sequence
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -532,6 +533,7 @@ SEQUENCE = [
 
 @pytest.mark.parametrize("relation", [None, "update", "duplicate", "unrelated"])
 @pytest.mark.parametrize("prestored", [False, True])
+@pytest.mark.parametrize("age_days", [0, 400])
 def test_a_batch_decides_as_one_by_one_writes_would(
     memory_store: MemoryStore,
     embedder: HashingEmbedder,
@@ -539,6 +541,7 @@ def test_a_batch_decides_as_one_by_one_writes_would(
     write_many: WriteMany,
     relation: str | None,
     prestored: bool,
+    age_days: int,
 ) -> None:
     outcomes = []
     for user in ("one-by-one", "batch"):
@@ -548,8 +551,10 @@ def test_a_batch_decides_as_one_by_one_writes_would(
             memory.store_memory(CLIMBING, "semantic", importance=0.4)
         llm = Judge(relation) if relation else None
         resolver = ConflictResolver(llm)
+        # memories formed long ago (an old conversation) rank with no recency boost
+        formed = clock.now - timedelta(days=age_days)
         records = [
-            memory.new_record(text, "semantic", importance=0.1 * (i + 1))
+            memory.new_record(text, "semantic", importance=0.1 * (i + 1), created_at=formed)
             for i, text in enumerate(SEQUENCE)
         ]
         if user == "batch":

@@ -47,6 +47,7 @@ from agentmem._sansio import Program, async_twin, call, locked, twin
 from agentmem.errors import ConfigurationError, LLMError
 from agentmem.llm import ChatModel, complete_json_program
 from agentmem.long_term.memory import LongTermMemory
+from agentmem.long_term.ranking import boost_parts
 from agentmem.long_term.records import MemoryRecord, RecordFilter
 from agentmem.long_term.store import ScoredRecord
 
@@ -535,14 +536,12 @@ class _Batch:
         if not same:
             return hits, False
         cosines = self.unit[[i for i, _ in same]] @ self.unit[index]
-        ranking = memory.ranking
+        now = memory._clock()  # the search's reference time, as retrieve_memories takes it
         pseudo = []
         for (_, pending), cosine in zip(same, cosines.tolist(), strict=True):
             if pending.content_hash == record.content_hash or cosine >= relevance:
                 return hits, True
-            # Just written: no age, so the whole recency boost.
-            score = cosine + ranking.importance_weight * pending.importance
-            score += ranking.recency_weight
+            score = cosine + sum(boost_parts(memory.ranking, pending, now))
             pseudo.append(ScoredRecord(pending, score, {"dense": cosine, "final": score}))
         pseudo.sort(key=lambda h: (-h.score, h.record.id))
         return list(heapq.merge(hits, pseudo, key=lambda h: -h.score)), False
