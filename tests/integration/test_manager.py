@@ -10,6 +10,7 @@ import signal
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -289,19 +290,14 @@ def _crash_during_consolidation(root: str) -> None:
     mem = home.manager("s1", ScriptedChatModel([extraction(*items)]), consolidate_every_tokens=None)
     mem.short_term.auto_summarize = False
     mem.process_interaction("lots of facts", "ok")
-    writes = 0
-    original = mem.consolidator.resolver.write
+    original = mem.consolidator.resolver.write_many
 
-    def write_then_die(memory: LongTermMemory, record: object) -> object:
-        nonlocal writes
-        result = original(memory, record)  # type: ignore[arg-type]
-        writes += 1
-        if writes == 3:
-            memory.store.close()  # flushed, as a crash after a durable write would leave it
-            os.kill(os.getpid(), signal.SIGKILL)
-        return result
+    def write_then_die(memory: LongTermMemory, records: list[Any], **kwargs: Any) -> object:
+        original(memory, records[:3], **kwargs)  # the batch's first three written
+        memory.store.close()  # flushed, as a crash after a durable write would leave it
+        os.kill(os.getpid(), signal.SIGKILL)
 
-    mem.consolidator.resolver.write = write_then_die  # type: ignore[assignment]
+    mem.consolidator.resolver.write_many = write_then_die  # type: ignore[method-assign]
     mem.consolidate()
 
 
@@ -410,20 +406,16 @@ def test_a_replay_after_a_crash_does_not_reinforce_twice(home: Home) -> None:
         mem.remember(tea, importance=0.5)
         mem.process_interaction("I like green tea and I have a red bike.", "Nice.")
         resolver = mem.consolidator.resolver
-        original = resolver.write
-        calls = 0
+        original = resolver.write_many
 
-        def crash_on_second(memory: LongTermMemory, record: object) -> object:
-            nonlocal calls
-            calls += 1
-            if calls == 2:
-                raise RuntimeError("simulated crash")
-            return original(memory, record)  # type: ignore[arg-type]
+        def crash_on_second(memory: LongTermMemory, records: list[Any], **kwargs: Any) -> object:
+            original(memory, records[:1], **kwargs)  # the tea reinforced, then the crash
+            raise RuntimeError("simulated crash")
 
-        resolver.write = crash_on_second  # type: ignore[assignment]
+        resolver.write_many = crash_on_second  # type: ignore[method-assign]
         with pytest.raises(RuntimeError, match="simulated crash"):
             mem.consolidate()
-        resolver.write = original
+        resolver.write_many = original  # type: ignore[method-assign]
         report = mem.consolidate()
         assert report.skipped == 1
         assert [d.action for d in report.decisions] == ["add"]

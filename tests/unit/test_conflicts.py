@@ -9,6 +9,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Sequence
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -19,7 +20,8 @@ from agentmem.controller.conflicts import (
     ConflictDecision,
     ConflictResolver,
 )
-from agentmem.errors import LLMTimeoutError
+from agentmem.embeddings import CachedEmbedder
+from agentmem.errors import ConfigurationError, DimensionMismatchError, LLMTimeoutError
 from agentmem.long_term import LongTermMemory
 from agentmem.long_term.records import MemoryRecord, RecordFilter
 from agentmem.long_term.store import MemoryStore
@@ -447,3 +449,287 @@ def test_threads_and_tasks_together_store_it_once(memory_store: MemoryStore, clo
     for t in threads:
         t.join(timeout=30)
     check_stored_once(memories[0], decisions)
+
+
+# -- batches: write_many ------------------------------------------------------------------------
+
+WriteMany = Callable[[ConflictResolver, LongTermMemory, list[MemoryRecord]], list[ConflictDecision]]
+
+
+def _sync_many(
+    resolver: ConflictResolver, memory: LongTermMemory, records: list[MemoryRecord]
+) -> list[ConflictDecision]:
+    return resolver.write_many(memory, records)
+
+
+def _async_many(
+    resolver: ConflictResolver, memory: LongTermMemory, records: list[MemoryRecord]
+) -> list[ConflictDecision]:
+    return asyncio.run(resolver.awrite_many(memory, records))
+
+
+@pytest.fixture(params=["sync", "async"])
+def write_many(request: pytest.FixtureRequest) -> WriteMany:
+    """``resolver.write_many`` or ``resolver.awrite_many``."""
+    return _sync_many if request.param == "sync" else _async_many
+
+
+class Judge(ScriptedChatModel):
+    """Answers every judge prompt with ``relation`` (index 0) and counts them."""
+
+    def __init__(self, relation: str) -> None:
+        super().__init__()
+        self.relation = relation
+
+    def _next(self, messages: Sequence[Any]) -> str:
+        self.calls.append([dict(m) for m in messages])
+        return judge(self.relation)
+
+
+def alice(memory_store: MemoryStore, embedder: Any, clock: Clock, user: str) -> LongTermMemory:
+    return LongTermMemory(store=memory_store, embedder=embedder, user_id=user, clock=clock)
+
+
+def outcome(memory: LongTermMemory, decisions: Sequence[ConflictDecision]) -> Any:
+    """What a run decided and left stored, in terms that do not depend on the user."""
+    by_id = {r.id: r.content for r in stored(memory)}
+    return (
+        [
+            (
+                d.action,
+                d.existing.content if d.existing else None,
+                None if d.similarity is None else round(d.similarity, 6),
+                d.reason,
+                d.replayed,
+            )
+            for d in decisions
+        ],
+        sorted(
+            (
+                r.content,
+                r.is_current,
+                r.access_count,
+                r.importance,
+                len(r.metadata.get(REINFORCED_BY_KEY, [])),
+                by_id.get(str(r.superseded_by)),
+            )
+            for r in stored(memory)
+        ),
+    )
+
+
+SEQUENCE = [
+    PARIS,
+    PARIS_AGAIN,  # a near duplicate of the one before it in the batch
+    BERLIN,  # related to PARIS: judged, or added without an LLM
+    CLIMBING,
+    PARIS,  # the same content again
+    LYON,
+    DOGS,
+    CLIMBING,
+    BERLIN,
+]
+
+
+@pytest.mark.parametrize("relation", [None, "update", "duplicate", "unrelated"])
+@pytest.mark.parametrize("prestored", [False, True])
+@pytest.mark.parametrize("age_days", [0, 400])
+def test_a_batch_decides_as_one_by_one_writes_would(
+    memory_store: MemoryStore,
+    embedder: HashingEmbedder,
+    clock: Clock,
+    write_many: WriteMany,
+    relation: str | None,
+    prestored: bool,
+    age_days: int,
+) -> None:
+    outcomes = []
+    for user in ("one-by-one", "batch"):
+        memory = alice(memory_store, embedder, clock, user)
+        if prestored:
+            memory.store_memory(LYON, "semantic", importance=0.4)
+            memory.store_memory(CLIMBING, "semantic", importance=0.4)
+        llm = Judge(relation) if relation else None
+        resolver = ConflictResolver(llm)
+        # memories formed long ago (an old conversation) rank with no recency boost
+        formed = clock.now - timedelta(days=age_days)
+        records = [
+            memory.new_record(text, "semantic", importance=0.1 * (i + 1), created_at=formed)
+            for i, text in enumerate(SEQUENCE)
+        ]
+        if user == "batch":
+            decisions = write_many(resolver, memory, records)
+        else:
+            decisions = [resolver.write(memory, r) for r in records]
+        outcomes.append((outcome(memory, decisions), llm.calls if llm else []))
+    assert outcomes[0] == outcomes[1]
+
+
+def test_the_same_fact_twice_in_a_batch_is_stored_once(
+    long_term: LongTermMemory, write_many: WriteMany
+) -> None:
+    first, again, near = (long_term.new_record(t, "semantic") for t in (PARIS, PARIS, PARIS_AGAIN))
+    decisions = write_many(ConflictResolver(), long_term, [first, again, near])
+    assert [d.action for d in decisions] == ["add", "reinforce", "reinforce"]
+    assert [d.existing.id for d in decisions[1:] if d.existing] == [first.id, first.id]
+    assert decisions[1].reason == "same content (hash match)"
+    assert decisions[2].reason.startswith("near duplicate (cosine 1.000")
+    [kept] = stored(long_term)
+    assert kept.id == first.id
+    assert kept.access_count == 2
+    assert kept.metadata[REINFORCED_BY_KEY] == [again.id, near.id]
+
+
+def test_a_batch_is_judged_against_its_own_earlier_candidates(
+    long_term: LongTermMemory, write_many: WriteMany
+) -> None:
+    paris, berlin = (long_term.new_record(t, "semantic") for t in (PARIS, BERLIN))
+    llm = ScriptedChatModel([judge("update", reason="she moved")])
+    decisions = write_many(ConflictResolver(llm), long_term, [paris, berlin])
+    assert [d.action for d in decisions] == ["add", "supersede"]
+    assert PARIS in llm.calls[0][-1]["content"]
+    ended = long_term.get_memory(paris.id)
+    assert ended.superseded_by == berlin.id
+    assert long_term.get_memory(berlin.id).metadata[SUPERSEDES_KEY] == paris.id
+    assert contents(stored(long_term, history=False)) == [BERLIN]
+
+
+def test_a_batch_costs_one_embedder_call_and_one_store_write(
+    memory_store: MemoryStore, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    inner = HashingEmbedder(DIM)
+    memory = LongTermMemory(
+        store=memory_store, embedder=CachedEmbedder(inner), user_id="alice", clock=clock
+    )
+    memory.store_memory(LYON, "semantic")
+    inner.calls.clear()
+    upserts: list[int] = []
+    upsert = memory_store.upsert
+
+    def counting(records: Sequence[MemoryRecord], *args: Any) -> None:
+        upserts.append(len(records))
+        upsert(records, *args)
+
+    monkeypatch.setattr(memory_store, "upsert", counting)
+    texts = [PARIS, CLIMBING, DOGS, LYON, "Bob bakes bread on Sundays"]
+    records = [memory.new_record(t, "semantic") for t in texts]
+    decisions = ConflictResolver().write_many(memory, records)
+    assert [d.action for d in decisions] == ["add", "add", "add", "reinforce", "add"]
+    # the candidates are embedded together (LYON, stored before, from the cache); the
+    # store write and the searches' vectors come from the cache
+    assert inner.calls == [("embed_documents", [t for t in texts if t != LYON])]
+    assert upserts == [4]
+    assert memory.count_memories() == 5
+
+
+def test_a_later_duplicate_stores_what_is_pending_first(
+    long_term: LongTermMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    upserts: list[list[str]] = []
+    upsert = long_term.store.upsert
+
+    def counting(records: Sequence[MemoryRecord], *args: Any) -> None:
+        upserts.append([r.content for r in records])
+        upsert(records, *args)
+
+    monkeypatch.setattr(long_term.store, "upsert", counting)
+    texts = [PARIS, CLIMBING, PARIS, DOGS]
+    ConflictResolver().write_many(long_term, [long_term.new_record(t, "semantic") for t in texts])
+    assert upserts == [[PARIS, CLIMBING], [DOGS]]
+
+
+def test_an_empty_batch_does_nothing(long_term: LongTermMemory, embedder: HashingEmbedder) -> None:
+    assert ConflictResolver().write_many(long_term, []) == []
+    assert embedder.calls == []
+
+
+def test_a_resumed_batch_does_not_reinforce_twice(long_term: LongTermMemory) -> None:
+    paris = long_term.store_memory(PARIS, "semantic")
+    candidate = long_term.new_record(PARIS, "semantic")
+    resolver = ConflictResolver()
+    [first] = resolver.write_many(long_term, [candidate])
+    assert (first.action, first.replayed) == ("reinforce", False)
+    # an interrupted run reinforced PARIS, then something superseded it
+    berlin = long_term.store_memory(BERLIN, "semantic")
+    long_term.supersede_memory(paris.id, berlin)
+    [again] = resolver.write_many(long_term, [candidate], resumed=True)
+    assert (again.action, again.replayed, again.existing and again.existing.id) == (
+        "reinforce",
+        True,
+        paris.id,
+    )
+    assert long_term.get_memory(paris.id).access_count == 1
+    assert len(stored(long_term)) == 2
+    # without resumed, a replay through the current hits is still counted once
+    [plain] = resolver.write_many(long_term, [long_term.new_record(BERLIN, "semantic")])
+    assert plain.action == "reinforce"
+
+
+def test_threads_writing_batches_store_each_fact_once(
+    memory_store: MemoryStore, clock: Clock
+) -> None:
+    memories = slow_memories(memory_store, WRITERS, clock)
+    resolver = ConflictResolver()
+    decisions: list[ConflictDecision] = []
+    barrier = threading.Barrier(WRITERS)
+
+    def writer(memory: LongTermMemory) -> None:
+        records = [memory.new_record(t, "semantic") for t in (PARIS, CLIMBING, PARIS)]
+        barrier.wait()
+        decisions.extend(resolver.write_many(memory, records))
+
+    threads = [threading.Thread(target=writer, args=(m,)) for m in memories]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert sorted(d.action for d in decisions) == ["add"] * 2 + ["reinforce"] * (3 * WRITERS - 2)
+    kept = {r.content: r for r in stored(memories[0])}
+    assert set(kept) == {PARIS, CLIMBING}
+    assert kept[PARIS].access_count == 2 * WRITERS - 1
+    assert kept[CLIMBING].access_count == WRITERS - 1
+
+
+async def test_tasks_writing_batches_store_each_fact_once(
+    memory_store: MemoryStore, clock: Clock
+) -> None:
+    memories = slow_memories(memory_store, WRITERS, clock)
+    batches = [[m.new_record(t, "semantic") for t in (CLIMBING, PARIS)] for m in memories]
+    resolver = ConflictResolver()
+    results = await asyncio.gather(
+        *(resolver.awrite_many(m, b) for m, b in zip(memories, batches, strict=True))
+    )
+    actions = sorted(d.action for r in results for d in r)
+    assert actions == ["add"] * 2 + ["reinforce"] * (2 * WRITERS - 2)
+    assert contents(stored(memories[0])) == sorted([PARIS, CLIMBING])
+
+
+# -- searching with a vector ----------------------------------------------------------------------
+
+
+def test_retrieve_memories_takes_a_query_vector(
+    long_term: LongTermMemory, embedder: HashingEmbedder
+) -> None:
+    long_term.store_memory(PARIS, "semantic")
+    long_term.store_memory(CLIMBING, "semantic")
+    embedder.calls.clear()
+    vector = embedder.vector(CLIMBING)
+    [hit] = long_term.retrieve_memories("anything", 1, mode="dense", query_vector=vector)
+    assert hit.record.content == CLIMBING
+    assert not [c for c in embedder.calls if c[0].endswith("query")]
+    with pytest.raises(DimensionMismatchError, match="query_vector has 3 values"):
+        long_term.retrieve_memories("anything", query_vector=[1.0, 0.0, 0.0])
+
+
+def test_an_embedder_returning_too_few_vectors_is_refused(
+    memory_store: MemoryStore, clock: Clock
+) -> None:
+    class Short(HashingEmbedder):
+        def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+            return super().embed_documents(texts)[:-1]
+
+    memory = LongTermMemory(store=memory_store, embedder=Short(DIM), user_id="alice", clock=clock)
+    records = [memory.new_record(t, "semantic") for t in (PARIS, CLIMBING)]
+    with pytest.raises(ConfigurationError, match="returned 1 vectors for 2 texts"):
+        ConflictResolver().write_many(memory, records)
+    assert stored(memory) == []

@@ -385,9 +385,35 @@ def prepared(long_term: LongTermMemory) -> tuple[MemoryRecord, MemoryRecord]:
 
 
 # The run: BERLIN supersedes PARIS (judged), TEA reinforces TEA, CLIMBING is new. Its
-# set_state calls: 1 pending extraction, 2-4 after each item, 5 the watermark.
+# set_state calls: 1 pending extraction, 2 the watermark (the batch is written in between).
 RUN = extraction(item(BERLIN), item(TEA), item(CLIMBING))
-WRITES = 5
+WRITES = 2
+# Its store writes, in order: 1 BERLIN stored, 2 PARIS ended, 3 TEA reinforced, 4 CLIMBING
+# stored (plain additions wait for the end of the batch).
+STORE_WRITES = 4
+
+
+class CrashingStore:
+    """Makes ``memory``'s store die on its ``crash_at``-th write (upsert or set_fields,
+    1-based), before applying it; ``writes`` counts the writes applied."""
+
+    def __init__(self, memory: LongTermMemory, monkeypatch: pytest.MonkeyPatch, crash_at: int):
+        self.crash_at = crash_at
+        self.writes: list[str] = []
+        store = memory.store
+        for name in ("upsert", "set_fields"):
+            monkeypatch.setattr(store, name, self._wrap(name, getattr(store, name)))
+
+    def _wrap(self, name: str, method: Any) -> Any:
+        def write(*args: Any, **kwargs: Any) -> Any:
+            if len(self.writes) + 1 == self.crash_at:
+                self.crash_at = 0
+                raise Crash(f"store write #{len(self.writes) + 1} ({name})")
+            result = method(*args, **kwargs)
+            self.writes.append(name)
+            return result
+
+        return write
 
 
 def check_consolidated_once(long_term: LongTermMemory, paris: MemoryRecord) -> None:
@@ -410,6 +436,7 @@ def test_a_run_without_a_crash(long_term: LongTermMemory) -> None:
     assert [d.action for d in report.decisions] == ["supersede", "reinforce", "add"]
     assert report.written == 2
     assert sessions.writes == WRITES
+    assert (report.skipped, [d.replayed for d in report.decisions]) == (0, [False] * 3)
     assert (llm.extracted, llm.judged) == (1, 1)
     check_consolidated_once(long_term, paris)
 
@@ -437,12 +464,89 @@ def test_a_crash_anywhere_is_replayed_exactly_once(
     assert llm.extracted == (2 if crash_at == 1 else 1)
     # every item is decided once over both runs: what the first run finished is skipped
     assert len(replay.decisions) + replay.skipped == 3
-    assert replay.skipped >= crash_at - 2
+    # the batch is written between the two state writes: none of it, or all of it, before
+    assert replay.skipped == (0 if crash_at == 1 else 3)
+    assert llm.judged == 1
     # and once more: nothing left to do
     again = MemoryConsolidator(long_term, store=sessions, llm=llm).consolidate_session(
         CONVERSATION, session_id="s1"
     )
     assert (again.messages, again.decisions, again.skipped) == (0, [], 0)
+
+
+def test_the_store_writes_of_a_run(
+    long_term: LongTermMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    prepared(long_term)
+    store = CrashingStore(long_term, monkeypatch, crash_at=0)
+    MemoryConsolidator(long_term, store=InMemorySessionStore(), llm=Llm([RUN])).consolidate_session(
+        CONVERSATION, session_id="s1"
+    )
+    assert store.writes == ["upsert", "set_fields", "set_fields", "upsert"]
+    assert len(store.writes) == STORE_WRITES
+
+
+@pytest.mark.parametrize("crash_at", range(1, STORE_WRITES + 1))
+def test_a_crash_at_any_store_write_is_replayed_exactly_once(
+    long_term: LongTermMemory, monkeypatch: pytest.MonkeyPatch, crash_at: int
+) -> None:
+    paris, _ = prepared(long_term)
+    sessions = InMemorySessionStore()
+    llm = Llm([RUN])
+    store = CrashingStore(long_term, monkeypatch, crash_at)
+    with pytest.raises(Crash):
+        MemoryConsolidator(long_term, store=sessions, llm=llm).consolidate_session(
+            CONVERSATION, session_id="s1"
+        )
+    applied = len(store.writes)
+    assert applied == crash_at - 1
+    replay = MemoryConsolidator(long_term, store=sessions, llm=llm).consolidate_session(
+        CONVERSATION, session_id="s1"
+    )
+    assert replay.error is None
+    assert replay.watermark == CONVERSATION[-1].id
+    check_consolidated_once(long_term, paris)
+    assert llm.extracted == 1
+    # BERLIN stored (its supersede finished on replay) and TEA's reinforcement applied
+    # count as skipped; what the first run never wrote is decided again
+    skipped = (applied >= 1) + (applied >= 3)
+    assert (replay.skipped, len(replay.decisions)) == (skipped, 3 - skipped)
+    assert llm.judged == (1 if applied >= 1 else 2)
+    assert len(store.writes) == STORE_WRITES  # over both runs: no write made twice
+
+
+BLACK_TEA = "Alice drinks black tea every morning"
+
+
+@pytest.mark.parametrize("crash_at", range(1, 5))
+def test_a_reinforcement_is_not_repeated_after_its_memory_was_superseded_in_the_batch(
+    long_term: LongTermMemory, monkeypatch: pytest.MonkeyPatch, crash_at: int
+) -> None:
+    # TEA reinforces the stored TEA, then BLACK_TEA supersedes it (judged an update): a
+    # replay must not decide TEA again against a store where its memory is no longer current
+    _, tea = prepared(long_term)
+    sessions = CrashingSessions()
+    llm = Llm([extraction(item(TEA), item(BLACK_TEA))])
+    # store writes: 1 TEA reinforced, 2 BLACK_TEA stored, 3 TEA ended; set_state 2: watermark
+    CrashingStore(long_term, monkeypatch, crash_at if crash_at < 4 else 0)
+    sessions.crash_at = 2 if crash_at == 4 else 0
+    with pytest.raises(Crash):
+        MemoryConsolidator(long_term, store=sessions, llm=llm).consolidate_session(
+            CONVERSATION, session_id="s1"
+        )
+    sessions.crash_at = 0
+    replay = MemoryConsolidator(long_term, store=sessions, llm=llm).consolidate_session(
+        CONVERSATION, session_id="s1"
+    )
+    assert replay.error is None
+    assert len(replay.decisions) + replay.skipped == 2
+    assert current(long_term) == sorted([PARIS, BLACK_TEA])
+    ended = long_term.get_memory(tea.id)
+    assert ended.access_count == 1  # reinforced once, whatever the replays
+    assert ended.superseded_by == next(
+        r.id for r in everything(long_term) if r.content == BLACK_TEA
+    )
+    assert sorted(r.content for r in everything(long_term)) == sorted([PARIS, TEA, BLACK_TEA])
 
 
 def test_a_crash_between_writing_and_superseding_is_finished_on_replay(

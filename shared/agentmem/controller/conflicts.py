@@ -20,22 +20,35 @@ Search and write are one step: writes into one scope of one store are serialized
 process (threads and asyncio tasks alike), so the same fact remembered at once from several
 places is stored once and reinforced by the others, each reinforcement counted. (Several
 processes on a shared Qdrant server are not serialized with each other.)
+
+Batches (:meth:`ConflictResolver.write_many`) cost one embedder call, not one per memory:
+the candidates are embedded together, as documents (so the long-term tier's
+:class:`~agentmem.embeddings.CachedEmbedder` answers the write that follows from its
+cache), each is searched with its vector, and they are decided in order as if written one
+by one: a candidate also meets the ones decided before it in the batch, so the same fact
+twice in a batch is stored once and reinforced once. Plain additions are stored together,
+in one write, at the end (or earlier, as soon as a later candidate could be a duplicate of
+one, or be judged against one). :meth:`~ConflictResolver.write` is a batch of one.
 """
 
 from __future__ import annotations
 
+import heapq
 import logging
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
+import numpy as np
+import numpy.typing as npt
 from pydantic import BaseModel, Field
 
 from agentmem._sansio import Program, async_twin, call, locked, twin
-from agentmem.errors import LLMError
+from agentmem.errors import ConfigurationError, LLMError
 from agentmem.llm import ChatModel, complete_json_program
 from agentmem.long_term.memory import LongTermMemory
-from agentmem.long_term.records import MemoryRecord
+from agentmem.long_term.ranking import boost_parts
+from agentmem.long_term.records import MemoryRecord, RecordFilter
 from agentmem.long_term.store import ScoredRecord
 
 __all__ = [
@@ -91,6 +104,8 @@ class ConflictDecision:
         existing: The memory it was compared with, if any.
         similarity: Cosine similarity to ``existing``.
         reason: Why, in words.
+        replayed: An earlier, interrupted write of this very candidate already applied
+            this reinforcement, so nothing was changed this time.
     """
 
     action: Action
@@ -98,6 +113,7 @@ class ConflictDecision:
     existing: MemoryRecord | None
     similarity: float | None
     reason: str
+    replayed: bool = False
 
 
 class ConflictResolver:
@@ -136,6 +152,7 @@ class ConflictResolver:
 
         Search and write run under the lock of ``memory``'s scope, one behaviour for
         threads and asyncio tasks (async callers wait for it without blocking the loop).
+        The same as :meth:`write_many` with one record.
 
         Example:
             >>> resolver = ConflictResolver()
@@ -143,27 +160,157 @@ class ConflictResolver:
             >>> resolver.write(memory, record).action  # doctest: +SKIP
             'add'
         """
-        return (yield from locked(_write_key(memory), self._write(memory, record)))
+        [decision] = yield from self._write_many(memory, [record], resumed=False)
+        return decision
 
     awrite = async_twin(write)
 
-    def _write(self, memory: LongTermMemory, record: MemoryRecord) -> Program[ConflictDecision]:
-        hits = yield from call(
-            memory.retrieve_memories,
-            memory.aretrieve_memories,
-            record.content,
-            self.max_candidates,
-            memory_type=record.memory_type,
-            mode="dense",
-            explain=True,
-            touch=False,
-        )
-        decision = self._cheap(record, hits)
+    @twin
+    def write_many(
+        self, memory: LongTermMemory, records: Sequence[MemoryRecord], *, resumed: bool = False
+    ) -> Program[list[ConflictDecision]]:
+        """Resolve and write ``records`` in order, as :meth:`write` one by one would, with
+        one embedder call for all of them; returns one decision per record.
+
+        Each candidate is also checked against the ones before it in ``records``: the same
+        fact twice is stored once and reinforced by the second. Plain additions are stored
+        in one write (split only where a later candidate may be a duplicate of one, or be
+        judged against one); reinforcements and supersedes are applied as they are decided.
+
+        Args:
+            memory: The long-term memory to write into.
+            records: Candidates in this memory's scope, oldest first.
+            resumed: The records may have been written in part by an earlier, interrupted
+                call (a replay after a crash): a candidate that already reinforced a memory,
+                even one superseded since, is not applied again (its decision says
+                ``replayed``). Costs one filtered read per candidate.
+
+        Example:
+            >>> resolver = ConflictResolver()
+            >>> tabs = "Alice indents with tabs"
+            >>> records = [memory.new_record(tabs, "semantic") for _ in "ab"]  # doctest: +SKIP
+            >>> [d.action for d in resolver.write_many(memory, records)]  # doctest: +SKIP
+            ['add', 'reinforce']
+        """
+        return (yield from self._write_many(memory, records, resumed=resumed))
+
+    awrite_many = async_twin(write_many)
+
+    def _write_many(
+        self, memory: LongTermMemory, records: Sequence[MemoryRecord], *, resumed: bool
+    ) -> Program[list[ConflictDecision]]:
+        records = list(records)
+        if not records:
+            return []
+        # Embedding depends on no stored state: it runs before the scope's lock is taken.
+        embedder = memory.embedder
+        texts = [r.content for r in records]
+        vectors = yield from call(embedder.embed_documents, embedder.aembed_documents, texts)
+        if len(vectors) != len(records):
+            msg = (
+                f"{embedder!r} returned {len(vectors)} vectors for {len(records)} texts; an "
+                "embedder must return exactly one vector per text"
+            )
+            raise ConfigurationError(msg)
+        program = self._resolve_batch(memory, records, vectors, resumed)
+        return (yield from locked(_write_key(memory), program))
+
+    def _resolve_batch(
+        self,
+        memory: LongTermMemory,
+        records: list[MemoryRecord],
+        vectors: Sequence[Sequence[float]],
+        resumed: bool,
+    ) -> Program[list[ConflictDecision]]:
+        batch = _Batch(_unit_rows(vectors))
+        decisions = []
+        for index, record in enumerate(records):
+            decision = None
+            if resumed:
+                decision = yield from self._replayed(memory, record)
+            if decision is None:
+                decision = yield from self._resolve_one(memory, batch, index, record, vectors)
+            decisions.append(_logged(decision))
+        yield from self._flush(memory, batch)
+        return decisions
+
+    def _resolve_one(
+        self,
+        memory: LongTermMemory,
+        batch: _Batch,
+        index: int,
+        record: MemoryRecord,
+        vectors: Sequence[Sequence[float]],
+    ) -> Program[ConflictDecision]:
+        vector = vectors[index]
+        hits = yield from self._search(memory, record, vector)
+        merged, relevant = batch.merged(index, record, hits, self._relevance, memory)
+        if relevant:
+            # A candidate decided earlier in this batch may decide this one: store what is
+            # pending and search again, so the decision is the one-by-one decision.
+            yield from self._flush(memory, batch)
+            merged = yield from self._search(memory, record, vector)
+        decision = self._cheap(record, merged[: self.max_candidates])
         if decision is None:
-            judgement = yield from self._judge(record, hits)
-            decision = self._decide(record, hits, judgement)
-        yield from self._apply(memory, decision)
-        return _logged(decision)
+            judgement = yield from self._judge(record, merged[: self.max_candidates])
+            decision = self._decide(record, merged[: self.max_candidates], judgement)
+        decision = self._mark_replayed(decision)
+        if decision.action == "add":
+            batch.add(index, record)
+        elif decision.action == "supersede":
+            yield from self._flush(memory, batch)  # writes keep the candidates' order
+            yield from self._apply(memory, decision)
+        else:
+            yield from self._apply(memory, decision)
+        return decision
+
+    def _search(
+        self, memory: LongTermMemory, record: MemoryRecord, vector: Sequence[float]
+    ) -> Program[list[ScoredRecord]]:
+        return (
+            yield from call(
+                memory.retrieve_memories,
+                memory.aretrieve_memories,
+                record.content,
+                self.max_candidates,
+                memory_type=record.memory_type,
+                mode="dense",
+                explain=True,
+                touch=False,
+                query_vector=vector,
+            )
+        )
+
+    @property
+    def _relevance(self) -> float:
+        """Cosine from which a pending candidate may change a later one's decision (as its
+        duplicate, or as a memory the judge compares with), less a margin for the rounding
+        of the store's own cosine."""
+        floor = self.duplicate_threshold
+        if self.llm is not None:
+            floor = min(floor, self.related_threshold)
+        return floor - _COSINE_MARGIN
+
+    def _flush(self, memory: LongTermMemory, batch: _Batch) -> Program[None]:
+        records = batch.take()
+        if records:
+            yield from call(memory.store_records, memory.astore_records, records)
+
+    def _replayed(
+        self, memory: LongTermMemory, record: MemoryRecord
+    ) -> Program[ConflictDecision | None]:
+        """The reinforcement ``record`` already made in an interrupted run, if any."""
+        flt = RecordFilter(include_history=True, metadata={REINFORCED_BY_KEY: record.id})
+        page, _ = yield from call(memory.scroll_records, memory.ascroll_records, flt, limit=1)
+        if not page:
+            return None
+        reason = "already reinforced by this memory (an interrupted write, replayed)"
+        return ConflictDecision("reinforce", record, page[0], None, reason, replayed=True)
+
+    def _mark_replayed(self, decision: ConflictDecision) -> ConflictDecision:
+        if decision.action == "reinforce" and self._reinforcement(decision) is None:
+            return replace(decision, replayed=True)
+        return decision
 
     # -- deciding --------------------------------------------------------------------------
 
@@ -344,6 +491,60 @@ class ConflictResolver:
     def _finish_supersede(self, memory: LongTermMemory, record: MemoryRecord) -> Program[None]:
         ended = str(record.metadata[SUPERSEDES_KEY])
         yield from call(memory.supersede_memory, memory.asupersede_memory, ended, record)
+
+
+_COSINE_MARGIN = 1e-3
+
+_Unit = npt.NDArray[np.float64]
+
+
+def _unit_rows(vectors: Sequence[Sequence[float]]) -> _Unit:
+    matrix = np.asarray(vectors, dtype=np.float64)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    unit: _Unit = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
+    return unit
+
+
+@dataclass
+class _Batch:
+    """Candidates of one :meth:`ConflictResolver.write_many` decided as plain additions and
+    not stored yet, with the unit vectors of every candidate."""
+
+    unit: _Unit
+    pending: list[tuple[int, MemoryRecord]] = field(default_factory=list)
+
+    def add(self, index: int, record: MemoryRecord) -> None:
+        self.pending.append((index, record))
+
+    def take(self) -> list[MemoryRecord]:
+        records = [r for _, r in self.pending]
+        self.pending.clear()
+        return records
+
+    def merged(
+        self,
+        index: int,
+        record: MemoryRecord,
+        hits: list[ScoredRecord],
+        relevance: float,
+        memory: LongTermMemory,
+    ) -> tuple[list[ScoredRecord], bool]:
+        """``hits`` with the pending candidates of ``record``'s type among them, scored as
+        the store would score them, and whether one of those may change the decision (same
+        content, or a cosine at least ``relevance``)."""
+        same = [(i, r) for i, r in self.pending if r.memory_type == record.memory_type]
+        if not same:
+            return hits, False
+        cosines = self.unit[[i for i, _ in same]] @ self.unit[index]
+        now = memory._clock()  # the search's reference time, as retrieve_memories takes it
+        pseudo = []
+        for (_, pending), cosine in zip(same, cosines.tolist(), strict=True):
+            if pending.content_hash == record.content_hash or cosine >= relevance:
+                return hits, True
+            score = cosine + sum(boost_parts(memory.ranking, pending, now))
+            pseudo.append(ScoredRecord(pending, score, {"dense": cosine, "final": score}))
+        pseudo.sort(key=lambda h: (-h.score, h.record.id))
+        return list(heapq.merge(hits, pseudo, key=lambda h: -h.score)), False
 
 
 def _cosine(hit: ScoredRecord) -> float:

@@ -15,14 +15,17 @@ Exactly once, crash-safe: per session, a *watermark* (id of the last consolidate
 is persisted in the session store. A batch is processed as
 
 1. extract (LLM or rounds) and save the extraction as *pending* with the batch's last id;
-2. write each memory through the :class:`~agentmem.controller.conflicts.ConflictResolver`,
-   with an id derived deterministically from the owner, the session, the batch and the item
-   (UUIDv5), skipping ids already stored and items already decided (recorded after each one,
-   so a reinforcement is not applied twice either);
-3. advance the watermark and drop the pending extraction.
+2. write its memories through the :class:`~agentmem.controller.conflicts.ConflictResolver`
+   in one :meth:`~agentmem.controller.conflicts.ConflictResolver.write_many` (one embedder
+   call for the batch), each with an id derived deterministically from the owner, the
+   session, the batch and the item (UUIDv5);
+3. advance the watermark and drop the pending extraction (one state write per batch).
 
-A crash anywhere re-runs from the pending extraction with the same ids, so nothing is
-duplicated and nothing is extracted twice.
+A crash anywhere re-runs from the pending extraction with the same ids: ids already stored
+are skipped, a supersede cut short is finished, and the rest is written again with
+``resumed=True``, so a reinforcement already applied is found (the reinforced memory lists
+the candidate's id) and not counted twice. Nothing is duplicated and nothing is extracted
+twice.
 """
 
 from __future__ import annotations
@@ -94,7 +97,8 @@ class ConsolidationReport:
     Attributes:
         messages: Messages consolidated in this run.
         decisions: One per memory written, reinforced or superseding another.
-        skipped: Memories already stored by an earlier, interrupted run.
+        skipped: Memories already written (stored, or their reinforcement applied) by an
+            earlier, interrupted run.
         error: Why the run stopped early, if it did (its batch stays unconsolidated).
         watermark: Id of the last consolidated message after the run.
     """
@@ -287,7 +291,7 @@ class MemoryConsolidator:
         report = ConsolidationReport(watermark=state.get("watermark"))
         pending = state.get("pending")
         if pending:  # an earlier run died after extracting: finish it first
-            yield from self._finish(session_id, pending, report)
+            yield from self._finish(session_id, pending, report, resumed=True)
             state = (yield from self._get_state(session_id)) or {}
         for batch in self._batches(self._pending_messages(messages, state)):
             if self.llm is None:
@@ -303,33 +307,35 @@ class MemoryConsolidator:
                     return report
             pending = self._pending(session_id, batch, extraction)
             yield from self._set_state(session_id, self._state(report.watermark, pending))
-            yield from self._finish(session_id, pending, report)
+            yield from self._finish(session_id, pending, report, resumed=False)
             report.messages += len(batch)
         return report
 
     def _finish(
-        self, session_id: str, pending: dict[str, Any], report: ConsolidationReport
+        self,
+        session_id: str,
+        pending: dict[str, Any],
+        report: ConsolidationReport,
+        *,
+        resumed: bool,
     ) -> Program[None]:
         memory, resolver = self.memory, self.resolver
         records = _records_from(pending)
         stored = yield from call(memory.get_records, memory.aget_records, [r.id for r in records])
         for ended in (yield from resolver._unfinished_supersedes(memory, stored)):
             yield from resolver._finish_supersede(memory, ended)
+        # "done": items decided one by one by an earlier version of this class.
         done = {r.id for r in stored} | set(pending.get("done", ()))
-        for record in records:
-            if record.id in done:
-                report.skipped += 1
-                continue
-            # Through the public write/awrite (not its program): a wrapped or patched
-            # resolver.write is honoured.
-            report.decisions.append(
-                (yield from call(resolver.write, resolver.awrite, memory, record))
+        todo = [r for r in records if r.id not in done]
+        report.skipped += len(records) - len(todo)
+        if todo:
+            # Through the public write_many/awrite_many (not its program): a wrapped or
+            # patched resolver.write_many is honoured.
+            decisions = yield from call(
+                resolver.write_many, resolver.awrite_many, memory, todo, resumed=resumed
             )
-            # Reinforcements write no record of their own: remember each decided item so a
-            # replay after a crash never applies it twice.
-            done.add(record.id)
-            progress = self._state(report.watermark, {**pending, "done": sorted(done)})
-            yield from self._set_state(session_id, progress)
+            report.skipped += sum(1 for d in decisions if d.replayed)
+            report.decisions.extend(d for d in decisions if not d.replayed)
         report.watermark = pending["through"]
         yield from self._set_state(session_id, self._state(report.watermark, None))
 

@@ -300,6 +300,7 @@ class LongTermMemory:
         include_history: bool = False,
         explain: bool = False,
         touch: bool = True,
+        query_vector: Sequence[float] | None = None,
     ) -> Program[list[ScoredRecord]]:
         """The ``top_k`` memories most relevant to ``query`` in this scope, best first.
 
@@ -313,12 +314,25 @@ class LongTermMemory:
             include_history: Also return superseded memories.
             explain: Fill ``components`` with each part of the score.
             touch: Record the access on the returned memories.
+            query_vector: The dense vector to search with, already embedded (say, a batch
+                of texts embedded in one call); ``query`` is then not embedded.
+
+        Raises:
+            DimensionMismatchError: ``query_vector`` does not have the embedder's dimension.
         """
         mode, flt, sparse = self._plan(
             query, top_k, memory_type, min_importance, mode, filter, include_history
         )
         dense: list[float] | None = None
-        if mode in ("hybrid", "dense"):
+        if mode in ("hybrid", "dense") and query_vector is not None:
+            if len(query_vector) != self.embedder.dimension:
+                msg = (
+                    f"query_vector has {len(query_vector)} values; this memory's embedder "
+                    f"makes {self.embedder.dimension}-dimensional vectors"
+                )
+                raise DimensionMismatchError(msg)
+            dense = [float(x) for x in query_vector]
+        elif mode in ("hybrid", "dense"):
             embedder = self.embedder
             dense = yield from call(embedder.embed_query, embedder.aembed_query, query)
         store = self.store
