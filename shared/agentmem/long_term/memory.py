@@ -358,16 +358,26 @@ class LongTermMemory:
         vectors = yield from self._vectors(hits)
         results = self.ranking.finish(hits, vectors, top_k, explain=explain)
         if touch and results:
-            now = self._clock()
-            # One write per distinct access count, not one per hit.
-            by_count: dict[int, list[str]] = {}
-            for hit in results:
-                by_count.setdefault(hit.record.access_count, []).append(hit.record.id)
-            for count, ids in by_count.items():
-                yield from self._set_fields(
-                    ids, {"last_accessed_at": now, "access_count": count + 1}
-                )
+            yield from self._record_access(results)
         return results
+
+    def _record_access(self, results: Sequence[ScoredRecord]) -> Program[None]:
+        now = self._clock()
+        store = self.store
+        each = getattr(store, "set_fields_each", None)
+        if each is not None:  # one read and one write for all hits (the Qdrant stores)
+            changes = [
+                (h.record.id, {"last_accessed_at": now, "access_count": h.record.access_count + 1})
+                for h in results
+            ]
+            yield from call(each, store.aset_fields_each, self.scope, changes)  # type: ignore[attr-defined]
+            return
+        # Any MemoryStore: one write per distinct access count, not one per hit.
+        by_count: dict[int, list[str]] = {}
+        for hit in results:
+            by_count.setdefault(hit.record.access_count, []).append(hit.record.id)
+        for count, ids in by_count.items():
+            yield from self._set_fields(ids, {"last_accessed_at": now, "access_count": count + 1})
 
     aretrieve_memories = async_twin(retrieve_memories)
 

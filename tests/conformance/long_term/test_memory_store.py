@@ -82,6 +82,25 @@ def test_get_vectors_returns_the_stored_dense_vectors_in_scope(memory_store: Mem
     assert memory_store.get_vectors(ALICE, []) == {}
 
 
+def test_set_fields_each_patches_each_record_with_its_own_fields(
+    memory_store: MemoryStore,
+) -> None:
+    # Not in the MemoryStore protocol: the stores here offer it for recording accesses.
+    a, b, c, d = put(memory_store, [mem("a"), mem("b"), mem("c"), mem("d", user="bob")])
+    each = memory_store.set_fields_each  # type: ignore[attr-defined]
+    each(
+        ALICE,
+        [(a.id, {"access_count": 5}), (b.id, {"access_count": 2, "pinned": True}), (c.id, {})],
+    )
+    got = {r.id: r for r in memory_store.get(ALICE, [a.id, b.id, c.id])}
+    assert (got[a.id].access_count, got[a.id].pinned) == (5, False)
+    assert (got[b.id].access_count, got[b.id].pinned) == (2, True)
+    assert got[c.id] == c
+    with pytest.raises(MemoryNotFoundError):
+        each(ALICE, [(a.id, {"access_count": 9}), (d.id, {"access_count": 9})])
+    assert memory_store.get(ALICE, [a.id])[0].access_count == 5  # nothing changed
+
+
 def test_upsert_replaces_a_record_with_the_same_id(memory_store: MemoryStore) -> None:
     (a,) = put(memory_store, [mem("old text")])
     put(memory_store, [a.replace(content="new text")])

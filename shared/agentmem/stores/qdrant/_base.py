@@ -251,6 +251,38 @@ class QdrantStoreBase(ClosesOnExit):
             yield from self._set_payload([first._replace(id=h.id) for h in hits])
 
     @_operation
+    def set_fields_each(
+        self, scope: Scope, changes: Sequence[tuple[str, Mapping[str, Any]]]
+    ) -> Program[None]:
+        """``set_fields`` of each ``(id, fields)`` pair, as one read and one write: what
+        recording the accesses of a search's hits (each its own ``access_count``) needs.
+        Not part of ``MemoryStore``; callers fall back to ``set_fields`` without it.
+
+        Raises:
+            MemoryNotFoundError: An id is not in ``scope`` (nothing is changed).
+            InvalidValueError: A bad id, field or value (nothing is changed).
+        """
+        ids = qc.validate_ids([memory_id for memory_id, _ in changes])
+        hits = yield from self._in_scope_steps(scope, ids)
+        found = {h.id: h for h in hits}
+        missing = [i for i in ids if i not in found]
+        if missing:
+            msg = f"no memories with ids {missing} in scope {scope!r}; nothing was changed"
+            raise MemoryNotFoundError(msg)
+        made: dict[str, qc.Patch] = {}  # equal fields make equal patches (see set_fields)
+        patches = []
+        for memory_id, (_, fields) in sorted(zip(ids, changes, strict=True), key=_by_fields):
+            if not fields:
+                continue
+            key = repr(sorted(fields.items()))
+            if key not in made:
+                hit = found[memory_id]
+                made[key] = qc.make_patch(qc.record_from_payload(hit.id, hit.payload), fields)
+            patches.append(made[key]._replace(id=memory_id))
+        if patches:
+            yield from self._set_payload(patches)
+
+    @_operation
     def search(
         self,
         scope: Scope,
@@ -414,10 +446,15 @@ class QdrantStoreBase(ClosesOnExit):
     aget_vectors = async_twin(get_vectors)
     adelete = async_twin(delete)
     aset_fields = async_twin(set_fields)
+    aset_fields_each = async_twin(set_fields_each)
     asearch = async_twin(search)
     ascroll = async_twin(scroll)
     acount = async_twin(count)
     afused_search = async_twin(fused_search)
+
+
+def _by_fields(pair: tuple[str, tuple[str, Mapping[str, Any]]]) -> str:
+    return repr(sorted(pair[1][1].items()))  # equal patches side by side: one call each
 
 
 def _legacy_space_patch(payload: Mapping[str, Any]) -> dict[str, Any]:

@@ -437,12 +437,11 @@ class QdrantEdgeStore(QdrantStoreBase):
         rows = yield from blocking(
             self._shard.retrieve, list(ids), with_payload=True, with_vector=[DENSE_VECTOR]
         )
-        out = []
+        out: list[tuple[qc.Hit, list[float]]] = []
         for r in rows:
-            dense = r.vector.get(DENSE_VECTOR) if isinstance(r.vector, dict) else None
-            if isinstance(dense, list):  # a plain dense vector: a list of floats
-                floats = [float(v) for v in dense]  # type: ignore[arg-type]
-                out.append((qc.Hit(str(r.id), 0.0, dict(r.payload or {})), floats))
+            dense: Any = r.vector.get(DENSE_VECTOR) if isinstance(r.vector, dict) else None
+            if isinstance(dense, list):  # a plain dense vector: Edge's list of floats
+                out.append((qc.Hit(str(r.id), 0.0, dict(r.payload or {})), dense))
         return out
 
     def _query(self, spec: qc.QuerySpec) -> Program[list[qc.Hit]]:
