@@ -361,6 +361,8 @@ class LongTermMemory:
             yield from self._record_access(results)
         return results
 
+    aretrieve_memories = async_twin(retrieve_memories)
+
     def _record_access(self, results: Sequence[ScoredRecord]) -> Program[None]:
         now = self._clock()
         store = self.store
@@ -378,8 +380,6 @@ class LongTermMemory:
             by_count.setdefault(hit.record.access_count, []).append(hit.record.id)
         for count, ids in by_count.items():
             yield from self._set_fields(ids, {"last_accessed_at": now, "access_count": count + 1})
-
-    aretrieve_memories = async_twin(retrieve_memories)
 
     def _candidates(self, top_k: int) -> int:
         return max(self.ranking.candidates, self.ranking.fetch_size(top_k))
