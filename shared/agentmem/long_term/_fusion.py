@@ -54,10 +54,16 @@ def fusion_plan(
     now: datetime,
     windows: Sequence[Window],
     explain: bool,
+    top_k: int | None = None,
 ) -> FusionPlan:
-    """The fused hits above the floor, best first, at most ``fetch`` of them."""
-    dense: dict[str, float] = yield ScoreRequest("dense", candidates)
-    sparse: dict[str, float] = (yield ScoreRequest("sparse", candidates)) if has_sparse else {}
+    """The fused hits above the floor, best first, at most ``fetch`` of them; with
+    ``top_k``, the final ``top_k`` of those (:meth:`RankingConfig.finish`: diversified
+    with the vectors read along with the records when the config diversifies)."""
+    first: tuple[ScoreRequest, ...] = (ScoreRequest("dense", candidates),)
+    if has_sparse:
+        first += (ScoreRequest("sparse", candidates),)
+    answers: list[dict[str, float]] = yield first
+    dense, sparse = answers[0], answers[1] if has_sparse else {}
     pool = list(dict.fromkeys([*dense, *sparse]))
     if not pool:
         return []
@@ -90,11 +96,15 @@ def fusion_plan(
         floor_at = sorted((lower[i] + temporal[i] for i in pool), reverse=True)
         threshold = floor_at[fetch - 1] if len(floor_at) >= fetch else float("-inf")
         open_ = [i for i in pool if upper[i] + temporal[i] >= threshold and upper[i] > lower[i]]
+        fills: list[tuple[ScoreRequest, dict[str, float]]] = []
         for side, scores in (("dense", dense), ("sparse", sparse)):
             missing = tuple(i for i in open_ if i not in scores)
             if cut[side] and missing:
-                request = ScoreRequest(side, len(missing), missing)  # type: ignore[arg-type]
-                scores.update((yield request))
+                fills.append((ScoreRequest(side, len(missing), missing), scores))  # type: ignore[arg-type]
+        if fills:
+            found = yield tuple(request for request, _ in fills)
+            for (_, scores), more in zip(fills, found, strict=True):
+                scores.update(more)
     base = base_scores(dense, sparse, config.dense_weight)
     best = max(base.values())
     kept = [
@@ -104,12 +114,17 @@ def fusion_plan(
     chosen = tuple(kept[:fetch])
     if not chosen:
         return []
-    records: dict[str, MemoryRecord] = yield RecordRequest(chosen)
+    with_vectors = top_k is not None and config.diversifies
+    rows: dict[str, Any] = yield RecordRequest(chosen, with_vectors)
     hits = []
+    vectors: list[list[float]] = []
     for i in chosen:
-        record = records.get(i)
-        if record is None:  # deleted between the two reads
+        row = rows.get(i)
+        if row is None:  # deleted between the two reads
             continue
+        record: MemoryRecord = row[0] if with_vectors else row
+        if with_vectors:
+            vectors.append(row[1])
         importance, recency = boost_parts(config, record, now)
         score = base[i] + temporal[i] + importance + recency
         parts: dict[str, float] = {}
@@ -125,7 +140,13 @@ def fusion_plan(
                 "final": score,
             }
         hits.append(ScoredRecord(record, score, parts))
-    return order_hits(hits)
+    by_id = dict(zip((h.record.id for h in hits), vectors, strict=with_vectors))
+    hits = order_hits(hits)
+    if top_k is None:
+        return hits
+    return config.finish(
+        hits, [by_id[h.record.id] for h in hits] if by_id else [], top_k, explain=explain
+    )
 
 
 def _search_kwargs(
@@ -162,18 +183,25 @@ def fused_search_program(
     seen: dict[str, MemoryRecord] = {}
     request = next(plan)
     while True:
-        answer: dict[str, Any]
-        if isinstance(request, ScoreRequest):
-            kwargs = _search_kwargs(request, flt, dense, sparse)
-            hits = yield from call(store.search, store.asearch, scope, **kwargs)
-            seen.update((h.record.id, h.record) for h in hits)
-            answer = {h.record.id: h.score for h in hits}
+        answer: Any
+        if not isinstance(request, RecordRequest):  # a ScoreRequest or a tuple of them
+            scored = []
+            for one in (request,) if isinstance(request, ScoreRequest) else request:
+                kwargs = _search_kwargs(one, flt, dense, sparse)
+                hits = yield from call(store.search, store.asearch, scope, **kwargs)
+                seen.update((h.record.id, h.record) for h in hits)
+                scored.append({h.record.id: h.score for h in hits})
+            answer = scored[0] if isinstance(request, ScoreRequest) else scored
         else:
             missing = [i for i in request.ids if i not in seen]
             if missing:
                 found = yield from call(store.get, store.aget, scope, missing)
                 seen.update((r.id, r) for r in found)
             answer = {i: seen[i] for i in request.ids if i in seen}
+            if request.vectors:
+                ids = list(answer)
+                vectors = yield from call(store.get_vectors, store.aget_vectors, scope, ids)
+                answer = {i: (answer[i], vectors[i]) for i in ids if i in vectors}
         try:
             request = plan.send(answer)
         except StopIteration as stop:

@@ -337,8 +337,9 @@ class LongTermMemory:
             dense = yield from call(embedder.embed_query, embedder.aembed_query, query)
         store = self.store
         if dense is not None and mode == "hybrid" and self.ranking.fuses_by_score:
+            # The plan reads the records with their vectors and returns the final top_k.
             plan = self._fusion(query, top_k, sparse, explain)
-            hits = yield from call(
+            results = yield from call(
                 store.fused_search, store.afused_search, self.scope, flt, dense, sparse, plan
             )
         else:
@@ -355,8 +356,8 @@ class LongTermMemory:
                 explain=explain,
             )
             hits = order_hits(found)
-        vectors = yield from self._vectors(hits)
-        results = self.ranking.finish(hits, vectors, top_k, explain=explain)
+            vectors = yield from self._vectors(hits)
+            results = self.ranking.finish(hits, vectors, top_k, explain=explain)
         if touch and results:
             yield from self._record_access(results)
         return results
@@ -396,6 +397,7 @@ class LongTermMemory:
             now=now,
             windows=query_windows(query, now) if self.ranking.temporal_weight else [],
             explain=explain,
+            top_k=top_k,
         )
 
     def _needs_vectors(self, hits: Sequence[ScoredRecord]) -> bool:

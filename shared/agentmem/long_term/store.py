@@ -100,19 +100,22 @@ class ScoreRequest(NamedTuple):
 
 
 class RecordRequest(NamedTuple):
-    """A fusion plan's request for the records of ``ids``. Answered with
-    ``{id: MemoryRecord}`` (ids no longer in scope left out).
+    """A fusion plan's request for the records of ``ids`` and, with ``vectors``, their
+    dense vectors. Answered with ``{id: MemoryRecord}``, or with ``vectors``
+    ``{id: (MemoryRecord, vector)}`` (ids no longer in scope left out).
 
     Example:
-        >>> RecordRequest(("a",)).ids
-        ('a',)
+        >>> RecordRequest(("a",)).ids, RecordRequest(("a",)).vectors
+        (('a',), False)
     """
 
     ids: tuple[str, ...]
+    vectors: bool = False
 
 
-#: What a fusion plan asks its store for.
-FusionRequest: TypeAlias = ScoreRequest | RecordRequest
+#: What a fusion plan asks its store for. A tuple of score requests is answered with the
+#: list of their answers, in order (a store may run them as one batch).
+FusionRequest: TypeAlias = ScoreRequest | tuple[ScoreRequest, ...] | RecordRequest
 
 #: A hybrid-search plan (:func:`agentmem.long_term._fusion.fusion_plan`): yields
 #: :data:`FusionRequest` values, receives their answers, returns the ranked hits.

@@ -136,13 +136,15 @@ class InMemoryMemoryStore(QdrantStoreBase):
             if point is not None:
                 self._df.subtract(point.sparse.keys())
 
-    def _set_payload(self, patches: list[qc.Patch]) -> Program[None]:
-        yield from blocking(self._patch, patches)
+    def _set_payload(
+        self, patches: list[qc.Patch], where: tuple[qc.Condition, ...] = ()
+    ) -> Program[None]:
+        yield from blocking(self._patch, patches, where)
 
-    def _patch(self, patches: list[qc.Patch]) -> None:
+    def _patch(self, patches: list[qc.Patch], where: tuple[qc.Condition, ...]) -> None:
         for p in patches:
             point = self._points.get(p.id)
-            if point is None:
+            if point is None or not _matches(p.id, point.payload, where):
                 continue
             point.payload.update(copy.deepcopy(p.set))
             for key in p.unset:

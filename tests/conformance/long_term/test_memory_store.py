@@ -96,9 +96,18 @@ def test_set_fields_each_patches_each_record_with_its_own_fields(
     assert (got[a.id].access_count, got[a.id].pinned) == (5, False)
     assert (got[b.id].access_count, got[b.id].pinned) == (2, True)
     assert got[c.id] == c
-    with pytest.raises(MemoryNotFoundError):
-        each(ALICE, [(a.id, {"access_count": 9}), (d.id, {"access_count": 9})])
-    assert memory_store.get(ALICE, [a.id])[0].access_count == 5  # nothing changed
+    # Another scope's id (or one deleted since a search found it) is skipped: a crafted
+    # id never reaches another tenant, and a concurrent delete does not fail the write.
+    memory_store.delete(ALICE, [c.id])
+    each(
+        ALICE, [(a.id, {"access_count": 9}), (d.id, {"access_count": 9}), (c.id, {"pinned": True})]
+    )
+    assert memory_store.get(ALICE, [a.id])[0].access_count == 9
+    assert memory_store.get(Scope(user_id="bob"), [d.id]) == [d]
+    assert memory_store.get(ALICE, [c.id]) == []
+    with pytest.raises(InvalidValueError):
+        each(ALICE, [(a.id, {"access_count": 1}), (b.id, {"access_count": -1})])
+    assert memory_store.get(ALICE, [a.id])[0].access_count == 9  # nothing changed
 
 
 def test_upsert_replaces_a_record_with_the_same_id(memory_store: MemoryStore) -> None:

@@ -105,6 +105,13 @@ class QdrantStoreBase(ClosesOnExit):
         """One search (see :class:`~agentmem.stores.qdrant._common.QuerySpec`)."""
         raise NotImplementedError
 
+    def _query_batch(self, specs: list[qc.QuerySpec]) -> Program[list[list[qc.Hit]]]:
+        """Several searches, answered in order (one call where the backend batches)."""
+        found = []
+        for spec in specs:
+            found.append((yield from self._query(spec)))
+        return found
+
     def _scroll(self, spec: qc.ScrollSpec) -> Program[tuple[list[qc.Hit], str | None]]:
         """A page of points (see :class:`~agentmem.stores.qdrant._common.ScrollSpec`) and
         the id the next page starts at (or None)."""
@@ -122,8 +129,11 @@ class QdrantStoreBase(ClosesOnExit):
         """Delete these points."""
         raise NotImplementedError
 
-    def _set_payload(self, patches: list[qc.Patch]) -> Program[None]:
-        """Set and delete payload keys of points."""
+    def _set_payload(
+        self, patches: list[qc.Patch], where: tuple[qc.Condition, ...] = ()
+    ) -> Program[None]:
+        """Set and delete payload keys of points; with ``where``, only on those of the
+        patched points that match it (a conditional write: no point is read)."""
         raise NotImplementedError
 
     def _backfill_spaces(self) -> int:
@@ -254,33 +264,31 @@ class QdrantStoreBase(ClosesOnExit):
     def set_fields_each(
         self, scope: Scope, changes: Sequence[tuple[str, Mapping[str, Any]]]
     ) -> Program[None]:
-        """``set_fields`` of each ``(id, fields)`` pair, as one read and one write: what
-        recording the accesses of a search's hits (each its own ``access_count``) needs.
-        Not part of ``MemoryStore``; callers fall back to ``set_fields`` without it.
+        """``set_fields`` of each ``(id, fields)`` pair, without reading them and in one
+        conditional write per distinct ``fields``: what recording the accesses of a
+        search's hits (each its own ``access_count``) needs. An id that is not in ``scope``
+        (a memory deleted since the search found it) is skipped, not an error. Not part of
+        ``MemoryStore``; callers fall back to ``set_fields`` without it.
 
         Raises:
-            MemoryNotFoundError: An id is not in ``scope`` (nothing is changed).
             InvalidValueError: A bad id, field or value (nothing is changed).
         """
+        where = qc.build_conditions(scope, RecordFilter(include_history=True))
         ids = qc.validate_ids([memory_id for memory_id, _ in changes])
-        hits = yield from self._in_scope_steps(scope, ids)
-        found = {h.id: h for h in hits}
-        missing = [i for i in ids if i not in found]
-        if missing:
-            msg = f"no memories with ids {missing} in scope {scope!r}; nothing was changed"
-            raise MemoryNotFoundError(msg)
-        made: dict[str, qc.Patch] = {}  # equal fields make equal patches (see set_fields)
+        # The keys a patch sets depend on the values and the scope only (see set_fields):
+        # each distinct `fields` is validated once, on a record of the scope.
+        template = MemoryRecord.new("(a record of the scope)", "semantic", scope=scope)
+        made: dict[str, qc.Patch] = {}
         patches = []
         for memory_id, (_, fields) in sorted(zip(ids, changes, strict=True), key=_by_fields):
             if not fields:
                 continue
             key = repr(sorted(fields.items()))
             if key not in made:
-                hit = found[memory_id]
-                made[key] = qc.make_patch(qc.record_from_payload(hit.id, hit.payload), fields)
+                made[key] = qc.make_patch(template, fields)
             patches.append(made[key]._replace(id=memory_id))
         if patches:
-            yield from self._set_payload(patches)
+            yield from self._set_payload(patches, where)
 
     @_operation
     def search(
@@ -437,7 +445,15 @@ class QdrantStoreBase(ClosesOnExit):
             return (yield from fused_search_program(self, scope, filter, dense, sparse, plan))
         return (
             yield from qdrant_fused_program(
-                self._query, self._retrieve, scope, filter, dense, sparse, self._dimension, plan
+                self._query_batch,
+                self._retrieve,
+                self._retrieve_dense,
+                scope,
+                filter,
+                dense,
+                sparse,
+                self._dimension,
+                plan,
             )
         )
 

@@ -260,12 +260,19 @@ class QdrantClientStore(QdrantStoreBase):
         selector = m.PointIdsList(points=list(ids))
         yield from call(c.delete, ac.delete, self._collection, selector, wait=True)
 
-    def _set_payload(self, patches: list[qc.Patch]) -> Program[None]:
+    def _set_payload(
+        self, patches: list[qc.Patch], where: tuple[qc.Condition, ...] = ()
+    ) -> Program[None]:
         c, ac = self._client, self._aclient
         for ids, set_, unset in qc.group_patches(patches):
+            points: m.PointsSelector = (
+                m.FilterSelector(filter=_filter((qc.HasIds(tuple(ids)), *where)))
+                if where
+                else m.PointIdsList(points=[*ids])
+            )
             if set_:
                 yield from call(
-                    c.set_payload, ac.set_payload, self._collection, set_, points=[*ids], wait=True
+                    c.set_payload, ac.set_payload, self._collection, set_, points=points, wait=True
                 )
             if unset:
                 yield from call(
@@ -273,7 +280,7 @@ class QdrantClientStore(QdrantStoreBase):
                     ac.delete_payload,
                     self._collection,
                     unset,
-                    points=[*ids],
+                    points=points,
                     wait=True,
                 )
 

@@ -419,8 +419,10 @@ class QdrantEdgeStore(QdrantStoreBase):
     def _delete_points(self, ids: list[str]) -> Program[None]:
         yield from blocking(self._write, "delete", (ids,), len(ids))
 
-    def _set_payload(self, patches: list[qc.Patch]) -> Program[None]:
-        yield from blocking(self._write, "set_payload", (patches,), len(patches))
+    def _set_payload(
+        self, patches: list[qc.Patch], where: tuple[qc.Condition, ...] = ()
+    ) -> Program[None]:
+        yield from blocking(self._write, "set_payload", (patches, where), len(patches))
 
     def _write(self, op: str, args: tuple[Any, ...], points: int) -> None:
         self._unflushed = True
@@ -439,14 +441,22 @@ class QdrantEdgeStore(QdrantStoreBase):
         )
         out: list[tuple[qc.Hit, list[float]]] = []
         for r in rows:
-            dense: Any = r.vector.get(DENSE_VECTOR) if isinstance(r.vector, dict) else None
+            vectors = r.vector  # built on each access
+            dense: Any = vectors.get(DENSE_VECTOR) if isinstance(vectors, dict) else None
             if isinstance(dense, list):  # a plain dense vector: Edge's list of floats
                 out.append((qc.Hit(str(r.id), 0.0, dict(r.payload or {})), dense))
         return out
 
     def _query(self, spec: qc.QuerySpec) -> Program[list[qc.Hit]]:
         points = yield from blocking(self._shard.query, _query_request(spec))
-        return [qc.Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in points]
+        return _hits(points)
+
+    def _query_batch(self, specs: list[qc.QuerySpec]) -> Program[list[list[qc.Hit]]]:
+        if len(specs) == 1:
+            return [(yield from self._query(specs[0]))]
+        batch = qe.QueryBatchRequest([_query_request(spec) for spec in specs])
+        found = yield from blocking(self._shard.query_batch, batch)
+        return [_hits(points) for points in found]
 
     def _scroll(self, spec: qc.ScrollSpec) -> Program[tuple[list[qc.Hit], str | None]]:
         order = spec.order
@@ -470,6 +480,10 @@ class QdrantEdgeStore(QdrantStoreBase):
     def _count(self, conds: tuple[qc.Condition, ...]) -> Program[int]:
         request = qe.CountRequest(exact=True, filter=_filter(conds))
         return int((yield from blocking(self._shard.count, request)))
+
+
+def _hits(points: list[qe.ScoredPoint]) -> list[qc.Hit]:
+    return [qc.Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in points]
 
 
 def _query_request(spec: qc.QuerySpec) -> qe.QueryRequest:
@@ -540,12 +554,22 @@ def _apply(shard: qe.EdgeShard, op: str, args: tuple[Any, ...]) -> None:
         (ids,) = args
         shard.update(qe.UpdateOperation.delete_points(list(ids)))
     else:
-        (patches,) = args
+        patches, where = args
         for ids, set_, unset in qc.group_patches(patches):
+            # A conditional write skips the points that do not match `where` (or are gone).
+            flt = _filter((qc.HasIds(tuple(ids)), *where)) if where else None
             if set_:
-                shard.update(qe.UpdateOperation.set_payload([*ids], set_))
+                shard.update(
+                    qe.UpdateOperation.set_payload([*ids], set_)
+                    if flt is None
+                    else qe.UpdateOperation.set_payload_by_filter(flt, set_)
+                )
             if unset:
-                shard.update(qe.UpdateOperation.delete_payload([*ids], unset))
+                shard.update(
+                    qe.UpdateOperation.delete_payload([*ids], unset)
+                    if flt is None
+                    else qe.UpdateOperation.delete_payload_by_filter(flt, unset)
+                )
 
 
 def _written_ids(op: str, args: tuple[Any, ...]) -> Iterator[str]:
