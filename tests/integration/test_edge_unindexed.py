@@ -9,6 +9,7 @@ and rebuilds once they are enough; stores written by an older agentmem get the o
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -122,6 +123,30 @@ def test_indexed_searches_score_with_exact_cosines(tmp_path: Path) -> None:
             assert hit.score == pytest.approx(exact_scores[hit.record.id], abs=1e-5)
     finally:
         store.close()
+
+
+def test_rarely_filtered_payload_indexes_are_memory_mapped(tmp_path: Path) -> None:
+    # Loading every payload index into RAM dominated the open of a large store: only the
+    # ones nearly every search filters on stay in RAM; filters on the others still work.
+    store, records = indexed_store(tmp_path, 2_000)
+    store.close()
+    generation = tmp_path / (tmp_path / "CURRENT").read_text()
+    placements: dict[str, bool] = {}
+    for config in generation.glob("segments/*/payload_index/config.json"):
+        for field, kinds in json.loads(config.read_text())["indexed_types"].items():
+            storage = kinds[0].get("storage_type")
+            if isinstance(storage, dict) and "mmap" in storage:  # an indexed segment's
+                placements[field] = storage["mmap"]["is_on_disk"]
+    assert [placements[f] for f in ("content_hash", "created_ts", qc.CURRENT_SCOPE_FIELD)] == [
+        True,
+        True,
+        False,
+    ]
+    with QdrantEdgeStore(tmp_path, dimension=DIM, auto_index=LOW) as again:
+        late = RecordFilter(created_after=records[1_500].created_at)
+        assert again.count(ALICE, filter=late) == len(
+            [r for r in records if r.created_at >= records[1_500].created_at]
+        )
 
 
 def test_a_read_only_session_writes_nothing_of_its_own(tmp_path: Path) -> None:

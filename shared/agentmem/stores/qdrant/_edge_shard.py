@@ -15,7 +15,7 @@ import qdrant_edge as qe
 from agentmem.long_term.store import DENSE_VECTOR, SPARSE_VECTOR
 from agentmem.stores.qdrant import _common as qc
 
-__all__ = ["create_indexes", "create_shard", "shard_schema"]
+__all__ = ["HOT_FIELDS", "create_indexes", "create_shard", "shard_schema"]
 
 
 def create_shard(path: Path, dimension: int, *, index_everything: bool = False) -> qe.EdgeShard:
@@ -54,12 +54,24 @@ def shard_schema(dimension: int, *, index_everything: bool = False) -> qe.EdgeCo
     )
 
 
+#: Payload indexes kept in RAM: those nearly every search and count filters on. The others
+#: are memory-mapped and read through the page cache when a filter needs them (Qdrant's
+#: ``on_disk`` payload index): an indexed segment loads them lazily, so opening a store of
+#: 110,000 points took 0.15-0.25 s instead of 0.5-0.8 s here, with the same search times.
+HOT_FIELDS = frozenset({qc.TENANT_FIELD, qc.CURRENT_SCOPE_FIELD, qc.SPACE_FIELD})
+
+
 def create_indexes(shard: qe.EdgeShard) -> None:
+    """Create the payload indexes the shard lacks (see :data:`HOT_FIELDS`)."""
     existing = set(shard.info().payload_schema)
     schemas: list[tuple[str, Any]] = [(qc.TENANT_FIELD, qe.KeywordIndexParams(is_tenant=True))]
-    schemas += [(k, qe.PayloadSchemaType.Keyword) for k in qc.KEYWORD_FIELDS]
+    schemas += [(k, qe.KeywordIndexParams(memory=_placement(k))) for k in qc.KEYWORD_FIELDS]
     schemas += [(k, qe.PayloadSchemaType.Bool) for k in qc.BOOL_FIELDS]
-    schemas += [(k, qe.PayloadSchemaType.Float) for k in qc.FLOAT_FIELDS]
+    schemas += [(k, qe.FloatIndexParams(memory=_placement(k))) for k in qc.FLOAT_FIELDS]
     for name, schema in schemas:
         if name not in existing:
             shard.update(qe.UpdateOperation.create_field_index(name, schema))
+
+
+def _placement(name: str) -> qe.Memory | None:
+    return None if name in HOT_FIELDS else qe.Memory.Cold
