@@ -32,8 +32,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-import numpy as np
-
 from agentmem.errors import ConfigurationError
 from agentmem.long_term.records import MemoryRecord
 from agentmem.long_term.store import Boost, ScoredRecord
@@ -255,6 +253,8 @@ def diversify(
     """
     if not hits or k <= 0:
         return []
+    import numpy as np  # here: opening a store or counting its memories never needs it
+
     matrix = np.asarray(vectors, dtype=np.float64)
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     unit = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
 
-import numpy as np
 from pydantic import ValidationError
 
 from agentmem.errors import DimensionMismatchError, InvalidValueError
@@ -257,6 +256,8 @@ def check_dimension(stored: int, wanted: int, where: str) -> None:
 
 def validate_dense(vector: Sequence[float], dimension: int) -> list[float]:
     """The vector as a list of floats; wrong size, non-finite or zero vectors are refused."""
+    import numpy as np  # here: counting and listing memories never need it (stats starts faster)
+
     try:
         array = np.asarray(vector, dtype=np.float64)
     except (TypeError, ValueError):

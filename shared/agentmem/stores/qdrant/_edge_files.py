@@ -24,13 +24,21 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
 from agentmem.errors import AgentMemError, StoreCorruptedError, StoreError
 
-__all__ = ["CONFIG_FILE", "check_shard_files", "corrupted", "edge_errors", "shard_state"]
+__all__ = [
+    "CONFIG_FILE",
+    "check_shard_files",
+    "corrupted",
+    "edge_errors",
+    "read_ahead",
+    "shard_state",
+]
 
 CONFIG_FILE = "edge_config.json"
 SEGMENTS_DIR = "segments"
@@ -110,3 +118,44 @@ def edge_errors(path: Path, action: str) -> Iterator[None]:
             )
             raise StoreError(msg) from exc
         raise corrupted(path, f"Qdrant Edge could not {action} it ({exc})") from exc
+
+
+def read_ahead(path: Path) -> int:
+    """Read the segment files of the shard at ``path`` once, sequentially, so that they are
+    in the page cache when Edge loads them; returns the bytes read.
+
+    Edge fills its in-RAM parts (vectors, their int8 copy, the HNSW graph, payloads) by
+    faulting in 4 KiB pages of memory maps it marks random-access, and drops the files from
+    the page cache when it closes them. On a disk with per-request latency, every open
+    then reads a few hundred MB one page at a time: 2.1-2.7 s for 100,000 memories on this
+    project's CI machine, against 0.7-0.9 s after this sequential read. From the page
+    cache (a warm or in-memory file system) it costs a copy: tens of ms. The write-ahead
+    log is left out (its files are mostly preallocated space).
+    """
+    done = 0
+    for directory, _, files in os.walk(path / SEGMENTS_DIR):
+        for name in files:
+            with contextlib.suppress(OSError):
+                done += _read_data(os.path.join(directory, name))
+    return done
+
+
+def _read_data(file: str) -> int:
+    """Read the data of ``file``, skipping its holes (Edge preallocates sparse files)."""
+    fd = os.open(file, os.O_RDONLY)
+    try:
+        done, position = 0, 0
+        while True:
+            try:
+                start = os.lseek(fd, position, os.SEEK_DATA)
+            except OSError:  # ENXIO: no data after `position`
+                return done
+            position = os.lseek(fd, start, os.SEEK_HOLE)
+            while start < position:
+                chunk = os.pread(fd, min(position - start, 4 << 20), start)
+                if not chunk:
+                    return done
+                start += len(chunk)
+                done += len(chunk)
+    finally:
+        os.close(fd)

@@ -54,7 +54,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
-import numpy as np
 import qdrant_edge as qe
 
 from agentmem._sansio import Program, blocking
@@ -62,7 +61,13 @@ from agentmem.errors import ConfigurationError, StoreClosedError, StoreError, St
 from agentmem.long_term.store import DENSE_VECTOR, SPARSE_VECTOR
 from agentmem.stores.qdrant import _common as qc
 from agentmem.stores.qdrant._base import QdrantStoreBase
-from agentmem.stores.qdrant._edge_files import CONFIG_FILE, corrupted, edge_errors, shard_state
+from agentmem.stores.qdrant._edge_files import (
+    CONFIG_FILE,
+    corrupted,
+    edge_errors,
+    read_ahead,
+    shard_state,
+)
 from agentmem.stores.qdrant._edge_index import (
     AutoIndex,
     build_generation,
@@ -179,6 +184,7 @@ class QdrantEdgeStore(QdrantStoreBase):
         else:
             stored = _stored_dimension(where / CONFIG_FILE)
             qc.check_dimension(stored, self._dimension, f"the Qdrant Edge store at {self._path}")
+            read_ahead(where)
             with edge_errors(where, "load"):
                 shard = qe.EdgeShard.load(str(where))
         try:
@@ -672,4 +678,8 @@ def _formula(boost: qc.BoostSpec) -> qe.Formula:
 def _value(value: str | int | bool) -> Any:
     # qdrant_edge 0.9 reads a Python bool as the integer 1/0 (bool subclasses int), which
     # then never matches a stored boolean; numpy's bool_ is not an int and arrives as a bool.
-    return np.bool_(value) if isinstance(value, bool) else value
+    if not isinstance(value, bool):
+        return value
+    import numpy as np  # here: only boolean conditions need it
+
+    return np.bool_(value)
