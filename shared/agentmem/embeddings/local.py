@@ -23,13 +23,15 @@ import re
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from agentmem._async import run_in_executor
 from agentmem._checks import check_positive_int
 from agentmem.embeddings.base import validate_text, validate_texts
-from agentmem.embeddings.cache import CachedEmbedder
 from agentmem.errors import ConfigurationError, InvalidValueError
+
+if TYPE_CHECKING:  # the cache (and numpy) load with the default embedder, not with the CLI
+    from agentmem.embeddings.cache import CachedEmbedder
 
 __all__ = [
     "ALL_MINILM_L6_V2",
@@ -373,6 +375,8 @@ def default_embedder(*, device: str = "cpu", max_entries: int = 100_000) -> Cach
         >>> emb.model_name
         'sentence-transformers/all-MiniLM-L6-v2'
     """
+    from agentmem.embeddings.cache import CachedEmbedder
+
     key = (device, max_entries)
     with _DEFAULTS_LOCK:
         embedder = _DEFAULTS.get(key)
