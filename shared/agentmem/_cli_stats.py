@@ -34,7 +34,8 @@ def stats_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """``agentmem stats --user U``: memories by type and subtype, and the home's disk use
     (allocated blocks, as ``du`` reports; the apparent size of sparse files in brackets).
 
-    Everything is counted by the store (indexed counts, no scan of the records).
+    Everything is counted by the store (indexed counts, no scan of the records), opened
+    without reading its files ahead: counting reads only the payload indexes.
     """
     from agentmem.backends import acquire_memory_store
     from agentmem.long_term.records import MEMORY_TYPES, RecordFilter, Scope
@@ -42,7 +43,7 @@ def stats_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     user = common.check_user(args)
     config = common.resolve_config(args)
     common.require_memories_home(config, user)
-    lease = acquire_memory_store(config, dimension=DEFAULT_DIMENSION)
+    lease = acquire_memory_store(config, dimension=DEFAULT_DIMENSION, preload=False)
     rows: list[tuple[str, int]] = []
     try:
         store, scope = lease.value, Scope(user_id=user)

@@ -172,10 +172,16 @@ def acquire_session_store(config: BackendConfig) -> Lease[SessionStore]:
     return _REGISTRY.acquire(("sqlite", path), lambda: SQLiteSessionStore.open(path), _close)
 
 
-def acquire_memory_store(config: BackendConfig, *, dimension: int) -> Lease[MemoryStore]:
+def acquire_memory_store(
+    config: BackendConfig, *, dimension: int, preload: bool = True
+) -> Lease[MemoryStore]:
     """A share of the deployment's long-term store (Qdrant Edge in ``home``, or a Qdrant
     server collection). A store opened earlier with another dimension is returned as it
-    is; :class:`~agentmem.long_term.LongTermMemory` then refuses the mismatch."""
+    is; :class:`~agentmem.long_term.LongTermMemory` then refuses the mismatch.
+
+    ``preload=False`` opens an Edge store without reading its files ahead (see
+    :class:`~agentmem.stores.qdrant.edge.QdrantEdgeStore`): for a caller that only counts.
+    A store already open is shared as it was opened."""
     if config.qdrant_url is not None:
         from agentmem.stores.qdrant.client import QdrantClientStore
 
@@ -194,7 +200,9 @@ def acquire_memory_store(config: BackendConfig, *, dimension: int) -> Lease[Memo
 
     path = config.home / "long_term"
     return _REGISTRY.acquire(
-        ("edge", path), lambda: QdrantEdgeStore(path, dimension=dimension), _close
+        ("edge", path),
+        lambda: QdrantEdgeStore(path, dimension=dimension, preload=preload),
+        _close,
     )
 
 

@@ -17,8 +17,11 @@ import pytest
 import qdrant_edge as qe
 
 from agentmem.long_term.records import MemoryRecord, RecordFilter, Scope
+from agentmem.long_term.store import DENSE_VECTOR as DENSE
 from agentmem.long_term.store import SparseVector
 from agentmem.stores.qdrant import _common as qc
+from agentmem.stores.qdrant import edge as edge_module
+from agentmem.stores.qdrant._edge_shard import lazy_layout
 from agentmem.stores.qdrant.edge import AutoIndex, QdrantEdgeStore
 
 pytestmark = pytest.mark.integration
@@ -167,3 +170,51 @@ def test_a_read_only_session_writes_nothing_of_its_own(tmp_path: Path) -> None:
     with QdrantEdgeStore(tmp_path, dimension=DIM, auto_index=LOW) as again:
         assert again.get(ALICE, [record.id])[0].pinned
         assert again.unindexed_estimate() >= 1
+
+
+def test_a_counting_open_reads_nothing_ahead(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every large part is memory-mapped without Edge's page-by-page warm-up; the store reads
+    # the files ahead when it opens to search (and before loading a rebuilt generation), and
+    # not when it opens only to count.
+    read: list[str] = []
+    real = edge_module.read_ahead
+
+    def recording(path: Path) -> int:
+        read.append(path.name)
+        return real(path)
+
+    monkeypatch.setattr(edge_module, "read_ahead", recording)
+    store, records = indexed_store(tmp_path, 2_000)
+    store.close()
+    generation = tmp_path / (tmp_path / "CURRENT").read_text()
+    assert generation.name in read  # the rebuilt generation, before the swap
+    indexed = [
+        config["vector_data"][DENSE]
+        for config in (
+            json.loads(p.read_text())["config"] for p in generation.glob("segments/*/segment.json")
+        )
+        if config["vector_data"][DENSE]["index"]["type"] == "hnsw"
+    ]
+    assert indexed
+    assert all(v["storage_type"] == "Mmap" for v in indexed)
+    assert all(v["index"]["options"]["memory"] == "cold" for v in indexed)
+    assert lazy_layout(json.loads((generation / "edge_config.json").read_text()))
+    read.clear()
+    with QdrantEdgeStore(tmp_path, dimension=DIM, auto_index=LOW, preload=False) as counting:
+        assert counting.count(ALICE) == len(records)
+        assert len(counting.search(ALICE, dense=[1.0] * DIM, limit=5)) == 5  # works, cold
+    assert read == []
+    with QdrantEdgeStore(tmp_path, dimension=DIM, auto_index=LOW) as searching:
+        assert searching.count(ALICE) == len(records)
+    assert read == [generation.name]
+
+
+def test_a_shard_of_the_older_layout_is_read_ahead_even_to_count() -> None:
+    # Such a shard has Edge warm its vectors and graph page by page: reading first is faster.
+    older = {
+        "vectors": {DENSE: {"size": DIM, "quantization_config": {"scalar": {"always_ram": True}}}},
+        "hnsw_config": {"m": 16},
+    }
+    assert not lazy_layout(older)

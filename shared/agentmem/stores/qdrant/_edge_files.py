@@ -124,13 +124,15 @@ def read_ahead(path: Path) -> int:
     """Read the segment files of the shard at ``path`` once, sequentially, so that they are
     in the page cache when Edge loads them; returns the bytes read.
 
-    Edge fills its in-RAM parts (vectors, their int8 copy, the HNSW graph, payloads) by
-    faulting in 4 KiB pages of memory maps it marks random-access, and drops the files from
-    the page cache when it closes them. On a disk with per-request latency, every open
-    then reads a few hundred MB one page at a time: 2.1-2.7 s for 100,000 memories on this
-    project's CI machine, against 0.7-0.9 s after this sequential read. From the page
-    cache (a warm or in-memory file system) it costs a copy: tens of ms. The write-ahead
-    log is left out (its files are mostly preallocated space).
+    Edge warms the parts it keeps in RAM (in shards made by an earlier agentmem: the vectors,
+    their int8 copy, the HNSW graph) by faulting in 4 KiB pages of memory maps it marks
+    random-access, and drops the files from the page cache when it closes them. On a disk
+    with per-request latency, every open then reads a few hundred MB one page at a time:
+    2.1-2.7 s for 100,000 memories on this project's CI machine, against 0.7-0.9 s after
+    this sequential read. Current shards leave those parts memory-mapped and cold, and this
+    read is what warms them for the first searches. From the page cache (a warm or
+    in-memory file system) it costs a copy: tens of ms. The write-ahead log is left out
+    (its files are mostly preallocated space).
     """
     done = 0
     for directory, _, files in os.walk(path / SEGMENTS_DIR):

@@ -78,7 +78,12 @@ from agentmem.stores.qdrant._edge_index import (
     set_current_generation,
     unindexed_points,
 )
-from agentmem.stores.qdrant._edge_shard import create_indexes, create_shard, shard_schema
+from agentmem.stores.qdrant._edge_shard import (
+    create_indexes,
+    create_shard,
+    lazy_layout,
+    shard_schema,
+)
 
 __all__ = ["AutoIndex", "QdrantEdgeStore", "create_shard"]
 
@@ -102,6 +107,11 @@ class QdrantEdgeStore(QdrantStoreBase):
         auto_index: When to rebuild the vector index in the background (default
             :class:`AutoIndex`: after 20,000 unindexed points; ``AutoIndex(enabled=False)``
             turns it off).
+        preload: Read the shard's files into the page cache at open (sequentially, once),
+            so that the first searches do not wait on the disk page by page (about 0.3 s
+            per 100,000 memories on this project's CI machine). ``False`` suits a short
+            command that only counts (``agentmem stats``): the open then reads only the id
+            map and the payload indexes kept in RAM. Searches are correct either way.
 
     Raises:
         StoreLockedError: Another process (or another open store) holds ``path``.
@@ -115,6 +125,7 @@ class QdrantEdgeStore(QdrantStoreBase):
         *,
         dimension: int,
         auto_index: AutoIndex | None = None,
+        preload: bool = True,
     ) -> None:
         if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1:
             msg = f"dimension must be a positive integer, got {dimension!r}"
@@ -122,6 +133,7 @@ class QdrantEdgeStore(QdrantStoreBase):
         self._path = Path(path)
         self._dimension = dimension
         self._auto = auto_index if auto_index is not None else AutoIndex()
+        self._preload = preload
         self._mutex = threading.RLock()
         self._journal: list[tuple[str, tuple[Any, ...]]] | None = None
         self._since_check = 0
@@ -167,9 +179,10 @@ class QdrantEdgeStore(QdrantStoreBase):
         *,
         dimension: int,
         auto_index: AutoIndex | None = None,
+        preload: bool = True,
     ) -> QdrantEdgeStore:
         """Open (or create) the store at ``path``; same as the constructor."""
-        return cls(path, dimension=dimension, auto_index=auto_index)
+        return cls(path, dimension=dimension, auto_index=auto_index, preload=preload)
 
     @property
     def path(self) -> Path:
@@ -182,9 +195,10 @@ class QdrantEdgeStore(QdrantStoreBase):
             with edge_errors(where, "create"):
                 shard = qe.EdgeShard.create(str(where), shard_schema(self._dimension))
         else:
-            stored = _stored_dimension(where / CONFIG_FILE)
+            config, stored = _stored_config(where / CONFIG_FILE)
             qc.check_dimension(stored, self._dimension, f"the Qdrant Edge store at {self._path}")
-            read_ahead(where)
+            if self._preload or not lazy_layout(config):  # an older layout loads it all
+                read_ahead(where)
             with edge_errors(where, "load"):
                 shard = qe.EdgeShard.load(str(where))
         try:
@@ -352,6 +366,8 @@ class QdrantEdgeStore(QdrantStoreBase):
                 target, self._dimension, self._export_pages(), on_start=self._set_child
             )
             built = time.monotonic()
+            if self._preload:  # the builder's close dropped its files from the page cache
+                read_ahead(target)
             with edge_errors(target, "load"):
                 new = qe.EdgeShard.load(str(target))
             # Catch up with the writes made meanwhile without holding the store: replay the
@@ -605,10 +621,11 @@ def _write_moved(root: Path, generation: str, unindexed: int) -> None:
         os.replace(tmp, root / INDEX_STATE_FILE)
 
 
-def _stored_dimension(config_path: Path) -> int:
+def _stored_config(config_path: Path) -> tuple[dict[str, Any], int]:
+    """The shard's config and the size of its dense vectors."""
     try:
         config = json.loads(config_path.read_text(encoding="utf-8"))
-        return int(config["vectors"][DENSE_VECTOR]["size"])
+        return config, int(config["vectors"][DENSE_VECTOR]["size"])
     except (OSError, ValueError, KeyError, TypeError):
         msg = (
             f"{config_path.parent} holds a Qdrant Edge shard without a {DENSE_VECTOR!r} dense "
