@@ -35,7 +35,8 @@ def stats_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     (allocated blocks, as ``du`` reports; the apparent size of sparse files in brackets).
 
     Everything is counted by the store (indexed counts, no scan of the records), opened
-    without reading its files ahead: counting reads only the payload indexes.
+    without reading its files ahead and without starting an index rebuild: counting reads
+    only the payload indexes.
     """
     from agentmem.backends import acquire_memory_store
     from agentmem.long_term.records import MEMORY_TYPES, RecordFilter, Scope
@@ -43,7 +44,16 @@ def stats_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     user = common.check_user(args)
     config = common.resolve_config(args)
     common.require_memories_home(config, user)
-    lease = acquire_memory_store(config, dimension=DEFAULT_DIMENSION, preload=False)
+    from agentmem.stores.qdrant.edge import AutoIndex
+
+    # A count needs neither the files read ahead nor an index rebuild started (and killed
+    # at close): the next session that searches does both.
+    lease = acquire_memory_store(
+        config,
+        dimension=DEFAULT_DIMENSION,
+        preload=False,
+        auto_index=AutoIndex(enabled=False),
+    )
     rows: list[tuple[str, int]] = []
     try:
         store, scope = lease.value, Scope(user_id=user)

@@ -34,10 +34,13 @@ import threading
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from agentmem.long_term.store import MemoryStore
 from agentmem.stores.base import SessionStore
+
+if TYPE_CHECKING:
+    from agentmem.stores.qdrant.edge import AutoIndex
 
 __all__ = [
     "QDRANT_URL_ENV",
@@ -173,15 +176,20 @@ def acquire_session_store(config: BackendConfig) -> Lease[SessionStore]:
 
 
 def acquire_memory_store(
-    config: BackendConfig, *, dimension: int, preload: bool = True
+    config: BackendConfig,
+    *,
+    dimension: int,
+    preload: bool = True,
+    auto_index: AutoIndex | None = None,
 ) -> Lease[MemoryStore]:
     """A share of the deployment's long-term store (Qdrant Edge in ``home``, or a Qdrant
     server collection). A store opened earlier with another dimension is returned as it
     is; :class:`~agentmem.long_term.LongTermMemory` then refuses the mismatch.
 
-    ``preload=False`` opens an Edge store without reading its files ahead (see
-    :class:`~agentmem.stores.qdrant.edge.QdrantEdgeStore`): for a caller that only counts.
-    A store already open is shared as it was opened."""
+    ``preload`` and ``auto_index`` are passed to an Edge store (see
+    :class:`~agentmem.stores.qdrant.edge.QdrantEdgeStore`): a caller that only counts opens
+    it with ``preload=False`` and ``AutoIndex(enabled=False)``. A store already open is
+    shared as it was opened."""
     if config.qdrant_url is not None:
         from agentmem.stores.qdrant.client import QdrantClientStore
 
@@ -201,7 +209,7 @@ def acquire_memory_store(
     path = config.home / "long_term"
     return _REGISTRY.acquire(
         ("edge", path),
-        lambda: QdrantEdgeStore(path, dimension=dimension, preload=preload),
+        lambda: QdrantEdgeStore(path, dimension=dimension, auto_index=auto_index, preload=preload),
         _close,
     )
 

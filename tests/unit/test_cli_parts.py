@@ -7,6 +7,7 @@ import io
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -215,3 +216,43 @@ def test_stats_counts_types_subtypes_and_others_from_the_store(
         "  semantic/(other)         1",
     ]
     assert lines[4].startswith(f"home {home.resolve()}: ")
+
+
+def test_stats_neither_reads_ahead_nor_starts_an_index_rebuild(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A store due for a rebuild (its last close saw 50,000 unindexed points): opened to
+    # search, it starts one at once; `stats` only counts, so it starts none and reads nothing
+    # ahead (the next session that searches does both).
+    from agentmem.cli import main
+    from agentmem.long_term import LongTermMemory
+    from agentmem.stores.qdrant import edge
+    from agentmem.stores.qdrant._edge_index import current_generation
+    from tests.fake_embedder import HashingEmbedder
+
+    home = tmp_path / "home"
+    memory = LongTermMemory.open(user_id="alice", home=home, embedder=HashingEmbedder(384))
+    memory.store_memory("Alice indents Python with tabs", "semantic", subtype="preference")
+    memory.close()
+    root = home / "long_term"
+    hint = {"generation": current_generation(root).name, "unindexed": 50_000}
+    (root / edge.INDEX_STATE_FILE).write_text(json.dumps(hint))
+    rebuilds: list[Path] = []
+    reads: list[Path] = []
+    real_build = edge.build_generation
+
+    def build(target: Path, *args: Any, **kwargs: Any) -> None:
+        rebuilds.append(target)
+        real_build(target, *args, **kwargs)
+
+    monkeypatch.setattr(edge, "build_generation", build)
+    monkeypatch.setattr(edge, "read_ahead", lambda path: reads.append(path) or 0)
+
+    assert main(["--home", str(home), "stats", "--user", "alice"]) == 0
+    assert "semantic/preference      1" in capsys.readouterr().out
+    assert (rebuilds, reads) == ([], [])
+
+    with edge.QdrantEdgeStore(root, dimension=384) as searching:  # the control
+        searching.wait_for_index(120)
+    assert reads == [root, *rebuilds]  # the live shard, then the rebuilt generation
+    assert len(rebuilds) == 1

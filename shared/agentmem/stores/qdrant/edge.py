@@ -108,7 +108,7 @@ class QdrantEdgeStore(QdrantStoreBase):
             :class:`AutoIndex`: after 20,000 unindexed points; ``AutoIndex(enabled=False)``
             turns it off).
         preload: Read the shard's files into the page cache at open (sequentially, once),
-            so that the first searches do not wait on the disk page by page (about 0.3 s
+            so that the first searches do not wait on the disk page by page (0.3-0.5 s
             per 100,000 memories on this project's CI machine). ``False`` suits a short
             command that only counts (``agentmem stats``): the open then reads only the id
             map and the payload indexes kept in RAM. Searches are correct either way.
