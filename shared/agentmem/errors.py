@@ -6,6 +6,7 @@ also from the builtin it refines, so ``except ValueError`` keeps working::
     AgentMemError
     ├── ConfigurationError (ValueError)       bad option, unknown model/encoding, bad ids
     │   ├── InvalidSessionIdError             session id empty, too long or with bad characters
+    │   │   └── SessionOwnershipError         the session belongs to another user (or agent)
     │   ├── DimensionMismatchError            embedder dimension differs from the collection's
     │   └── TokenizerUnavailableError (RuntimeError)
     │                                         no tiktoken encoding could be loaded
@@ -52,6 +53,7 @@ __all__ = [
     "LLMResponseError",
     "LLMTimeoutError",
     "MemoryNotFoundError",
+    "SessionOwnershipError",
     "StoreClosedError",
     "StoreConflictError",
     "StoreCorruptedError",
@@ -77,6 +79,13 @@ class ConfigurationError(AgentMemError, ValueError):
 
 class InvalidSessionIdError(ConfigurationError):
     """A session (or user) id is empty, too long, or contains characters we do not allow."""
+
+
+class SessionOwnershipError(InvalidSessionIdError):
+    """The session belongs to another user (or agent), who has not shared it with this one.
+
+    Its message names the session, never its owner. Nothing was read or written.
+    """
 
 
 class DimensionMismatchError(ConfigurationError):

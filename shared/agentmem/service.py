@@ -39,6 +39,7 @@ from agentmem.backends import DEFAULT_COLLECTION, BackendConfig, acquire_stores
 from agentmem.controller.builder import ManagerBuilder
 from agentmem.controller.config import ManagerConfig, ManagerSettings
 from agentmem.controller.manager import MemoryManager
+from agentmem.controller.ownership import Principal, SessionOwner, SessionOwners
 from agentmem.controller.scheduler import ConsolidationQueue
 from agentmem.embeddings import Embedder
 from agentmem.embeddings.base import check_store_dimension
@@ -237,8 +238,10 @@ class MemoryService:
 
         Raises:
             InvalidValueError: ``user_id`` is empty or not a valid id.
-            InvalidSessionIdError: ``session_id`` is not a valid session id, or belongs to
-                another user.
+            InvalidSessionIdError: ``session_id`` is not a valid session id.
+            SessionOwnershipError: ``session_id`` belongs to another user (or agent) and was
+                not shared with this one (see :meth:`share_session`). Nothing is read or
+                written.
             StoreClosedError: The service was closed.
         """
         if session_id is None:
@@ -258,6 +261,44 @@ class MemoryService:
             while len(self._handles) > self._max_handles:
                 self._handles.popitem(last=False)
         return handle
+
+    def share_session(
+        self,
+        session_id: str,
+        *,
+        owner: str | Principal,
+        members: Sequence[str | Principal],
+    ) -> SessionOwner:
+        """Let ``members`` use ``owner``'s session, e.g. a group chat.
+
+        A session belongs to the user (and agent) who first used it; any other user naming
+        it gets :class:`~agentmem.errors.SessionOwnershipError` unless its owner shares it
+        here. ``owner`` and each member are a user id or a ``(user_id, agent_id)`` pair.
+        ``members`` replaces the earlier list (``[]`` stops sharing; handles of former
+        members are dropped). Each member reads and writes the shared conversation, and
+        each member's consolidation goes to that member's own long-term memory, under a
+        watermark of its own.
+
+        Example:
+            >>> _ = service.manager("alice", "team-chat")  # doctest: +SKIP
+            >>> service.share_session(  # doctest: +SKIP
+            ...     "team-chat", owner="alice", members=["bob"]
+            ... ).members
+            (('bob', None),)
+            >>> bob = service.manager("bob", "team-chat")  # doctest: +SKIP
+
+        Raises:
+            SessionOwnershipError: ``owner`` does not own the session.
+            InvalidSessionIdError: ``session_id`` is not a valid session id.
+            InvalidValueError: ``owner`` or a member is not a user id or a pair.
+        """
+        self._check_open()
+        record = SessionOwners(self.sessions).share(session_id, owner=owner, members=members)
+        with self._lock:
+            for key in [k for k in self._handles if k[1] == session_id]:
+                if not record.admits((key[0], key[2])):
+                    del self._handles[key]
+        return record
 
     def _new_handle(
         self, user_id: str, session_id: str | None, agent_id: str | None

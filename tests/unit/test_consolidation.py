@@ -198,7 +198,7 @@ def test_each_owner_and_session_has_its_own_watermark(
     alice, bob, alice_agent = memory("alice"), memory("bob"), memory("alice", "coder")
     consolidators = [MemoryConsolidator(m, store=sessions) for m in (alice, bob, alice_agent)]
     assert len({c.state_key for c in consolidators}) == 3
-    assert consolidators[0].state_key == f"{CONSOLIDATION_STATE_KEY}:alice:-"
+    assert consolidators[0].state_key == f'{CONSOLIDATION_STATE_KEY}:["alice",null]'
     for c in consolidators:
         assert c.consolidate_session(CONVERSATION, session_id="s1").messages == len(CONVERSATION)
     assert consolidators[0].consolidate_session(CONVERSATION, session_id="s2").messages == len(

@@ -32,6 +32,7 @@ from agentmem.backends import BackendConfig, acquire_stores
 from agentmem.controller.config import ManagerConfig
 from agentmem.controller.consolidation import MemoryConsolidator
 from agentmem.controller.forgetting import ForgettingPolicy
+from agentmem.controller.ownership import SessionOwners
 from agentmem.controller.scheduler import ConsolidationQueue
 from agentmem.errors import ConfigurationError
 from agentmem.long_term.memory import LongTermMemory
@@ -137,8 +138,13 @@ class ManagerBuilder:
         """A manager of ``long_term``'s user on the session ``session_id`` (default: a new
         session id); ``on_close`` runs when it is closed.
 
+        The session's owner is checked (and recorded on first use) before anything else:
+        see :mod:`agentmem.controller.ownership`.
+
         Raises:
             ConfigurationError: ``user_id`` is given and is not ``long_term``'s user.
+            SessionOwnershipError: The session is another user's (or agent's), not shared
+                with this one.
         """
         owner = long_term.scope.user_id
         if user_id is not None and user_id != owner:
@@ -149,6 +155,7 @@ class ManagerBuilder:
             raise ConfigurationError(msg)
         if session_id is None:
             session_id = f"{owner}-{uuid.uuid4().hex[:12]}"
+        SessionOwners(self.sessions).check(session_id, (owner, long_term.scope.agent_id))
         config, counter = self.config, self.token_counter
         short_term = SummaryBufferMemory(
             self.llm,

@@ -41,6 +41,13 @@ from pydantic import BaseModel, Field, ValidationError
 
 from agentmem._sansio import Program, async_twin, call, twin
 from agentmem.controller.conflicts import ConflictDecision, ConflictResolver
+from agentmem.controller.ownership import (
+    CONSOLIDATION_STATE_KEY,
+    Principal,
+    legacy_watermark_key,
+    owner_key,
+    watermark_key,
+)
 from agentmem.errors import LLMError
 from agentmem.llm import ChatModel, complete_json_program
 from agentmem.long_term.memory import LongTermMemory
@@ -59,7 +66,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-CONSOLIDATION_STATE_KEY = "consolidation"
 _NAMESPACE = uuid.UUID("6f1d8a5e-4a53-4d0c-9a57-2b8f0c7e1d42")
 
 EXTRACTION_PROMPT = (
@@ -234,7 +240,7 @@ class MemoryConsolidator:
         ``i`` was drawn from (default: the whole batch, as an LLM reads all of it)."""
         first, last = batch[0].id, batch[-1].id
         everything = tuple(m.id for m in batch)
-        owner = self._owner()
+        owner = owner_key(self._owner())
         records = []
         for index, item in enumerate(extraction.memories):
             key = f"{owner}:{session_id}:{first}:{last}:{index}"
@@ -253,16 +259,16 @@ class MemoryConsolidator:
             )
         return records
 
-    def _owner(self) -> str:
+    def _owner(self) -> Principal:
         scope = self.memory.scope
-        return f"{scope.user_id}:{scope.agent_id or '-'}"
+        return (scope.user_id, scope.agent_id)
 
     @property
     def state_key(self) -> str:
         """Session-state key of this consolidator's watermark: one per owner (user and
         agent), so consolidators of different owners sharing a session never skip each
         other's messages."""
-        return f"{CONSOLIDATION_STATE_KEY}:{self._owner()}"
+        return watermark_key(self._owner())
 
     @staticmethod
     def _state(watermark: str | None, pending: dict[str, Any] | None) -> dict[str, Any]:
@@ -340,9 +346,12 @@ class MemoryConsolidator:
         yield from self._set_state(session_id, self._state(report.watermark, None))
 
     def _get_state(self, session_id: str) -> Program[dict[str, Any] | None]:
-        return (
-            yield from call(self.store.get_state, self.store.aget_state, session_id, self.state_key)
-        )
+        store = self.store
+        state = yield from call(store.get_state, store.aget_state, session_id, self.state_key)
+        if state is None:  # written by an earlier version, under its joined-string key
+            legacy = legacy_watermark_key(self._owner())
+            state = yield from call(store.get_state, store.aget_state, session_id, legacy)
+        return state
 
     def _set_state(self, session_id: str, state: dict[str, Any]) -> Program[None]:
         yield from call(

@@ -43,6 +43,7 @@ from agentmem.types import Message
 
 __all__ = [
     "APPEND",
+    "OWNER",
     "STATE",
     "AsyncDeadlineRetry",
     "DeadlineRetry",
@@ -469,20 +470,25 @@ class SessionKeys(NamedTuple):
         log: Sorted set: member = message JSON, score = seq.
         ids: Hash: message id -> seq; makes appends idempotent.
         state: Hash: state key -> JSON document.
+        owner: String: the ownership record (JSON). Survives ``clear()``, so a cleared
+            session stays its owner's.
     """
 
     seq: str
     log: str
     ids: str
     state: str
+    owner: str
 
     @classmethod
     def of(cls, prefix: str, session_id: str) -> SessionKeys:
         base = f"{prefix}:{{{session_id}}}"
-        return cls(f"{base}:seq", f"{base}:log", f"{base}:ids", f"{base}:state")
+        return cls(
+            f"{base}:seq", f"{base}:log", f"{base}:ids", f"{base}:state", f"{base}:owner"
+        )
 
 
-# KEYS: seq, log, ids, state. ARGV: ttl_ms (0 = none), then id_1, json_1, id_2, json_2, ...
+# KEYS: seq, log, ids, state, owner. ARGV: ttl_ms (0 = none), then id_1, json_1, id_2, json_2, ...
 # Returns the seq of every message, in argument order. A message whose id is already in the
 # session (a retry of an append that was applied but whose reply was lost, or a repeat within
 # the batch) is not stored again; its existing seq is returned.
@@ -524,13 +530,13 @@ for i = 1, n do
   if seqs[i] < 0 then seqs[i] = seqs[-seqs[i]] end
 end
 if ttl > 0 then
-  for k = 1, 4 do redis.call('PEXPIRE', KEYS[k], ttl) end
+  for k = 1, #KEYS do redis.call('PEXPIRE', KEYS[k], ttl) end
 end
 return seqs
 """
 )
 
-# KEYS: seq, log, ids, state. ARGV: ttl_ms (0 = none), op ('set' | 'del'), field[, json].
+# KEYS: seq, log, ids, state, owner. ARGV: ttl_ms (0 = none), op ('set' | 'del'), field[, json].
 STATE = LuaScript.of(
     """
 local ttl = tonumber(ARGV[1])
@@ -540,8 +546,26 @@ else
   redis.call('HDEL', KEYS[4], ARGV[3])
 end
 if ttl > 0 then
-  for k = 1, 4 do redis.call('PEXPIRE', KEYS[k], ttl) end
+  for k = 1, #KEYS do redis.call('PEXPIRE', KEYS[k], ttl) end
 end
 return 1
+"""
+)
+
+# KEYS: seq, log, ids, state, owner. ARGV: ttl_ms (0 = none), op ('claim' | 'set'), json.
+# Returns the ownership record in force: a claim writes only where none exists (SET NX), so
+# of two racing claims exactly one wins; the owner key expires with the session's keys.
+OWNER = LuaScript.of(
+    """
+local ttl = tonumber(ARGV[1])
+if ARGV[2] == 'claim' then
+  redis.call('SET', KEYS[5], ARGV[3], 'NX')
+else
+  redis.call('SET', KEYS[5], ARGV[3])
+end
+if ttl > 0 then
+  for k = 1, #KEYS do redis.call('PEXPIRE', KEYS[k], ttl) end
+end
+return redis.call('GET', KEYS[5])
 """
 )

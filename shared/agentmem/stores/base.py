@@ -6,7 +6,12 @@ A session store holds, per session id:
   that strictly increases within the session (not necessarily contiguous). Nothing but
   :meth:`SessionStore.clear` ever removes a message;
 * **state**: named JSON documents (summaries and their watermarks, working memory, ...),
-  each replaced whole by ``set_state``.
+  each replaced whole by ``set_state``;
+* the **ownership record**: one JSON document naming who owns the session and whom it is
+  shared with (see :mod:`agentmem.controller.ownership`). It is written once, atomically,
+  by :meth:`SessionStore.claim_owner`, replaced only by :meth:`SessionStore.set_owner`, and
+  survives :meth:`SessionStore.clear`, so clearing a conversation never frees its id for
+  another user.
 
 Backends: :class:`~agentmem.stores.memory.InMemorySessionStore`,
 :class:`~agentmem.stores.sqlite.SQLiteSessionStore` (the embedded default) and
@@ -125,12 +130,29 @@ class SessionStore(Protocol):
         """Replace the JSON state ``key`` of the session."""
         ...
 
+    def state_keys(self, session_id: str) -> list[str]:
+        """The keys of the session's JSON state, sorted."""
+        ...
+
     def delete_state(self, session_id: str, key: str) -> None:
         """Remove the JSON state ``key`` (no error if absent)."""
         ...
 
     def clear(self, session_id: str) -> None:
-        """Delete the session's messages and state."""
+        """Delete the session's messages and state (its ownership record stays)."""
+        ...
+
+    def get_owner(self, session_id: str) -> dict[str, Any] | None:
+        """The session's ownership record, or ``None`` when nobody claimed it yet."""
+        ...
+
+    def claim_owner(self, session_id: str, record: dict[str, Any]) -> dict[str, Any]:
+        """Store ``record`` as the ownership record unless the session has one, atomically
+        (of two racing claims exactly one wins); return the record in force."""
+        ...
+
+    def set_owner(self, session_id: str, record: dict[str, Any]) -> None:
+        """Replace the ownership record (the owner's own decision, e.g. sharing)."""
         ...
 
     def sessions(self) -> list[str]:
@@ -152,8 +174,14 @@ class SessionStore(Protocol):
     def alast_seq(self, session_id: str) -> Awaitable[int]: ...
     def aget_state(self, session_id: str, key: str) -> Awaitable[dict[str, Any] | None]: ...
     def aset_state(self, session_id: str, key: str, value: dict[str, Any]) -> Awaitable[None]: ...
+    def astate_keys(self, session_id: str) -> Awaitable[list[str]]: ...
     def adelete_state(self, session_id: str, key: str) -> Awaitable[None]: ...
     def aclear(self, session_id: str) -> Awaitable[None]: ...
+    def aget_owner(self, session_id: str) -> Awaitable[dict[str, Any] | None]: ...
+    def aclaim_owner(
+        self, session_id: str, record: dict[str, Any]
+    ) -> Awaitable[dict[str, Any]]: ...
+    def aset_owner(self, session_id: str, record: dict[str, Any]) -> Awaitable[None]: ...
     def asessions(self) -> Awaitable[list[str]]: ...
     def aclose(self) -> Awaitable[None]: ...
 
@@ -196,10 +224,22 @@ class SyncSessionStore(ClosesOnExit, ABC):
     def set_state(self, session_id: str, key: str, value: dict[str, Any]) -> None: ...
 
     @abstractmethod
+    def state_keys(self, session_id: str) -> list[str]: ...
+
+    @abstractmethod
     def delete_state(self, session_id: str, key: str) -> None: ...
 
     @abstractmethod
     def clear(self, session_id: str) -> None: ...
+
+    @abstractmethod
+    def get_owner(self, session_id: str) -> dict[str, Any] | None: ...
+
+    @abstractmethod
+    def claim_owner(self, session_id: str, record: dict[str, Any]) -> dict[str, Any]: ...
+
+    @abstractmethod
+    def set_owner(self, session_id: str, record: dict[str, Any]) -> None: ...
 
     @abstractmethod
     def sessions(self) -> list[str]: ...
@@ -214,7 +254,11 @@ class SyncSessionStore(ClosesOnExit, ABC):
     alast_seq = offload(last_seq)
     aget_state = offload(get_state)
     aset_state = offload(set_state)
+    astate_keys = offload(state_keys)
     adelete_state = offload(delete_state)
     aclear = offload(clear)
+    aget_owner = offload(get_owner)
+    aclaim_owner = offload(claim_owner)
+    aset_owner = offload(set_owner)
     asessions = offload(sessions)
     aclose = offload(close)

@@ -36,6 +36,7 @@ class InMemorySessionStore(SyncSessionStore):
         self._logs: dict[str, list[StoredMessage]] = {}
         self._seqs: dict[str, int] = {}
         self._state: dict[str, dict[str, str]] = {}
+        self._owners: dict[str, str] = {}
         self._closed = False
 
     def _check(self, session_id: str) -> None:
@@ -98,6 +99,11 @@ class InMemorySessionStore(SyncSessionStore):
         with self._lock:
             self._state.setdefault(session_id, {})[key] = raw
 
+    def state_keys(self, session_id: str) -> list[str]:
+        self._check(session_id)
+        with self._lock:
+            return sorted(self._state.get(session_id, {}))
+
     def delete_state(self, session_id: str, key: str) -> None:
         self._check(session_id)
         check_state_key(key)
@@ -109,7 +115,27 @@ class InMemorySessionStore(SyncSessionStore):
         with self._lock:
             self._logs.pop(session_id, None)
             self._state.pop(session_id, None)
+            # The owner stays: a cleared conversation is still its owner's.
             # Seqs keep increasing after a clear so cached readers never confuse old and new.
+
+    def get_owner(self, session_id: str) -> dict[str, Any] | None:
+        self._check(session_id)
+        with self._lock:
+            raw = self._owners.get(session_id)
+        return None if raw is None else dict(json.loads(raw))
+
+    def claim_owner(self, session_id: str, record: dict[str, Any]) -> dict[str, Any]:
+        self._check(session_id)
+        raw = dump_state(record)
+        with self._lock:
+            raw = self._owners.setdefault(session_id, raw)
+        return dict(json.loads(raw))
+
+    def set_owner(self, session_id: str, record: dict[str, Any]) -> None:
+        self._check(session_id)
+        raw = dump_state(record)
+        with self._lock:
+            self._owners[session_id] = raw
 
     def sessions(self) -> list[str]:
         if self._closed:

@@ -45,6 +45,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 import math
 import numbers
 import time
@@ -62,6 +63,7 @@ from agentmem._sansio import Program, Request, async_twin, call, twin
 from agentmem.errors import ConfigurationError, StoreClosedError
 from agentmem.stores._redis_support import (
     APPEND,
+    OWNER,
     STATE,
     AsyncDeadlineRetry,
     DeadlineRetry,
@@ -430,6 +432,15 @@ class RedisSessionStore:
             yield from self._script(STATE, session_id, keys, ["set", key, raw])
 
     @twin
+    def state_keys(self, session_id: str) -> Program[list[str]]:
+        """The keys of the session's JSON state, sorted."""
+        yield from self._ready()
+        keys = self._keys(session_id)
+        with self._errors(f"listing the state of session {session_id!r}"):
+            fields = yield from self._command(lambda c: c.hkeys(keys.state))
+        return sorted(text(f) for f in fields)
+
+    @twin
     def delete_state(self, session_id: str, key: str) -> Program[None]:
         """Remove the JSON state ``key`` (no error if absent)."""
         check_state_key(key)
@@ -442,7 +453,7 @@ class RedisSessionStore:
 
     @twin
     def clear(self, session_id: str) -> Program[None]:
-        """Delete the session's messages and state (its seq counter stays)."""
+        """Delete the session's messages and state (its seq counter and owner stay)."""
         yield from self._ready()
         keys = self._keys(session_id)
         with self._errors(f"clearing session {session_id!r}", retry_advice=_RETRY_CLEAR):
@@ -455,6 +466,39 @@ class RedisSessionStore:
                 yield from self._command(
                     lambda c: c.zadd(self._index, {session_id: expiry}, gt=True)
                 )
+
+    @twin
+    def get_owner(self, session_id: str) -> Program[dict[str, Any] | None]:
+        """The session's ownership record, or ``None``."""
+        yield from self._ready()
+        keys = self._keys(session_id)
+        with self._errors(f"reading the owner of session {session_id!r}"):
+            raw = yield from self._command(lambda c: c.get(keys.owner))
+        return parse_state(raw)
+
+    @twin
+    def claim_owner(self, session_id: str, record: dict[str, Any]) -> Program[dict[str, Any]]:
+        """Store ``record`` unless the session has an owner (``SET NX`` in the session's
+        slot); return the record in force."""
+        return (yield from self._write_owner(session_id, "claim", record))
+
+    @twin
+    def set_owner(self, session_id: str, record: dict[str, Any]) -> Program[None]:
+        """Replace the session's ownership record."""
+        yield from self._write_owner(session_id, "set", record)
+
+    def _write_owner(
+        self, session_id: str, op: str, record: dict[str, Any]
+    ) -> Program[dict[str, Any]]:
+        yield from self._ready()
+        keys = self._keys(session_id)
+        raw = dump_state(record)
+        with self._errors(
+            f"writing the owner of session {session_id!r}", retry_advice=_RETRY_STATE
+        ):
+            stored = yield from self._script(OWNER, session_id, keys, [op, raw])
+        # The script returns the record in force (it has just ensured one exists).
+        return dict(json.loads(stored))
 
     @twin
     def sessions(self) -> Program[list[str]]:
@@ -498,8 +542,12 @@ class RedisSessionStore:
     alast_seq = async_twin(last_seq)
     aget_state = async_twin(get_state)
     aset_state = async_twin(set_state)
+    astate_keys = async_twin(state_keys)
     adelete_state = async_twin(delete_state)
     aclear = async_twin(clear)
+    aget_owner = async_twin(get_owner)
+    aclaim_owner = async_twin(claim_owner)
+    aset_owner = async_twin(set_owner)
     asessions = async_twin(sessions)
     aclose = async_twin(close)
 

@@ -46,7 +46,7 @@ from agentmem.types import Message
 
 __all__ = ["SCHEMA_VERSION", "SQLiteOptions", "SQLiteSessionStore"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """Version of the table layout, kept in ``PRAGMA user_version``."""
 
 # "agmm": marks the file as ours, so we never write our tables into another app's database.
@@ -73,6 +73,12 @@ _SCHEMA = (
         key TEXT NOT NULL,
         value TEXT NOT NULL,
         PRIMARY KEY (session_id, key)
+    ) WITHOUT ROWID""",
+    # Version 2: who owns each session (kept by clear()). Version-1 files get the table at
+    # open; their sessions get an owner on first use (agentmem.controller.ownership).
+    """CREATE TABLE IF NOT EXISTS agentmem_owners (
+        session_id TEXT PRIMARY KEY,
+        record TEXT NOT NULL
     ) WITHOUT ROWID""",
 )
 
@@ -462,6 +468,15 @@ class SQLiteSessionStore(SyncSessionStore):
                 (session_id, key, raw),
             )
 
+    def state_keys(self, session_id: str) -> list[str]:
+        """The keys of the session's JSON state, sorted."""
+        self._check(session_id)
+        with self._read("list session state") as conn:
+            rows = conn.execute(
+                "SELECT key FROM agentmem_state WHERE session_id = ? ORDER BY key", (session_id,)
+            ).fetchall()
+        return [str(r[0]) for r in rows]
+
     def delete_state(self, session_id: str, key: str) -> None:
         """Remove the JSON state ``key`` (no error if absent)."""
         self._check(session_id)
@@ -474,7 +489,8 @@ class SQLiteSessionStore(SyncSessionStore):
     # -- sessions -------------------------------------------------------------------------
 
     def clear(self, session_id: str) -> None:
-        """Delete the session's messages and state; later appends still get fresh seqs."""
+        """Delete the session's messages and state; later appends still get fresh seqs, and
+        the session keeps its owner."""
         self._check(session_id)
         with self._write("clear the session") as conn:
             conn.execute("DELETE FROM agentmem_messages WHERE session_id = ?", (session_id,))
@@ -483,6 +499,55 @@ class SQLiteSessionStore(SyncSessionStore):
                 "UPDATE agentmem_sessions SET message_count = 0 WHERE session_id = ?",
                 (session_id,),
             )
+
+    def get_owner(self, session_id: str) -> dict[str, Any] | None:
+        """The session's ownership record, or ``None``."""
+        self._check(session_id)
+        with self._read("read the session owner") as conn:
+            row = conn.execute(
+                "SELECT record FROM agentmem_owners WHERE session_id = ?", (session_id,)
+            ).fetchone()
+        return None if row is None else self._load_owner(session_id, row[0])
+
+    def claim_owner(self, session_id: str, record: dict[str, Any]) -> dict[str, Any]:
+        """Store ``record`` unless the session has an owner (one transaction); return the
+        record in force.
+
+        Example:
+            >>> store = SQLiteSessionStore(":memory:")
+            >>> store.claim_owner("s1", {"owner": ["alice", None]})
+            {'owner': ['alice', None]}
+            >>> store.claim_owner("s1", {"owner": ["bob", None]})
+            {'owner': ['alice', None]}
+        """
+        self._check(session_id)
+        raw = dump_state(record)
+        with self._write("claim the session") as conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO agentmem_owners (session_id, record) VALUES (?, ?)",
+                (session_id, raw),
+            )
+            row = conn.execute(
+                "SELECT record FROM agentmem_owners WHERE session_id = ?", (session_id,)
+            ).fetchone()
+        return self._load_owner(session_id, row[0])
+
+    def set_owner(self, session_id: str, record: dict[str, Any]) -> None:
+        """Replace the session's ownership record."""
+        self._check(session_id)
+        raw = dump_state(record)
+        with self._write("write the session owner") as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO agentmem_owners (session_id, record) VALUES (?, ?)",
+                (session_id, raw),
+            )
+
+    def _load_owner(self, session_id: str, raw: str) -> dict[str, Any]:
+        try:
+            return dict(json.loads(raw))
+        except (ValueError, TypeError) as exc:
+            msg = f"the owner of session {session_id!r} in {self._path!r} is corrupted: {exc}"
+            raise StoreError(msg) from exc
 
     def sessions(self) -> list[str]:
         """Ids of sessions that have messages or state, sorted."""

@@ -1,0 +1,227 @@
+"""Who a session belongs to, checked by every door that names a session.
+
+A session belongs to the user (and agent, where one is used) who first used it: the first
+door that names the session for that user records an ownership record in the session store,
+atomically (:meth:`~agentmem.stores.base.SessionStore.claim_owner`), before anything is read
+or written. From then on every door checks it: another user (or the same user through
+another agent) gets :class:`~agentmem.errors.SessionOwnershipError`, whose message names the
+session but never its owner, and nothing is read, written, consolidated or reset.
+
+**Sharing** is the owner's explicit decision: :meth:`SessionOwners.share` (and
+:meth:`agentmem.MemoryService.share_session`) lists the members who may use the session
+besides the owner, for example a group chat. Each member's consolidation keeps its own
+watermark and writes only that member's long-term memory.
+
+**Sessions written by earlier versions** have no ownership record. The first user who names
+one gets it, unless the session holds a consolidation watermark (earlier versions kept one
+per user who consolidated it): then only a user with a watermark there may claim it, and any
+other user is refused. A session never consolidated goes to the first user who names it.
+
+**Doors without a user** (a chat history built on a bare session store, for single-tenant
+apps) may use sessions nobody owns, and are refused on owned ones.
+
+Owner keys are structural: ``owner_key("a:b", None)`` and ``owner_key("a", "b:-")`` differ,
+as every pair of (user, agent) does, because they are JSON arrays, never joined strings.
+
+Example:
+    >>> from agentmem.stores import InMemorySessionStore
+    >>> owners = SessionOwners(InMemorySessionStore())
+    >>> owners.check("chat-1", ("alice", None))  # alice's first use claims it
+    >>> owners.check("chat-1", ("bob", None))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    agentmem.errors.SessionOwnershipError: session 'chat-1' belongs to another user ...
+    >>> owners.share("chat-1", owner=("alice", None), members=["bob"]).members
+    (('bob', None),)
+    >>> owners.check("chat-1", ("bob", None))  # a member now
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+from agentmem._sansio import Program, async_twin, call, twin
+from agentmem.errors import InvalidValueError, SessionOwnershipError
+from agentmem.stores.base import SessionStore
+
+__all__ = [
+    "CONSOLIDATION_STATE_KEY",
+    "Principal",
+    "SessionOwner",
+    "SessionOwners",
+    "legacy_watermark_key",
+    "owner_key",
+    "principal",
+    "watermark_key",
+]
+
+#: Who uses a session: ``(user_id, agent_id)``, ``agent_id`` ``None`` where none is used.
+Principal: TypeAlias = tuple[str, str | None]
+
+#: Prefix of the session-state keys that hold each owner's consolidation watermark.
+CONSOLIDATION_STATE_KEY = "consolidation"
+
+_RECORD_VERSION = 1
+
+
+def principal(who: str | Sequence[str | None]) -> Principal:
+    """``who`` as a :data:`Principal`: a user id alone, or a ``(user_id, agent_id)`` pair.
+
+    Raises:
+        InvalidValueError: ``who`` is neither.
+
+    Example:
+        >>> principal("bob"), principal(("bob", "planner"))
+        (('bob', None), ('bob', 'planner'))
+    """
+    if isinstance(who, str) and who:
+        return (who, None)
+    if not isinstance(who, str) and isinstance(who, Sequence) and len(who) == 2:
+        user, agent = who
+        if isinstance(user, str) and user and (agent is None or isinstance(agent, str)):
+            return (user, agent)
+    msg = f"expected a user id or a (user_id, agent_id) pair, got {who!r}"
+    raise InvalidValueError(msg)
+
+
+def owner_key(who: Principal) -> str:
+    """The text that names ``who`` in keys and ids: a JSON array, so no two principals share
+    one however their ids are spelled.
+
+    Example:
+        >>> owner_key(("a:b", None)) != owner_key(("a", "b:-"))
+        True
+        >>> owner_key(("alice", None))
+        '["alice",null]'
+    """
+    return json.dumps(list(who), separators=(",", ":"), ensure_ascii=False)
+
+
+def watermark_key(who: Principal) -> str:
+    """The session-state key of ``who``'s consolidation watermark."""
+    return f"{CONSOLIDATION_STATE_KEY}:{owner_key(who)}"
+
+
+def legacy_watermark_key(who: Principal) -> str:
+    """The key earlier versions kept ``who``'s watermark under (a joined string, which two
+    principals could share: read only to migrate)."""
+    user, agent = who
+    return f"{CONSOLIDATION_STATE_KEY}:{user}:{agent or '-'}"
+
+
+@dataclass(frozen=True)
+class SessionOwner:
+    """A session's ownership record.
+
+    Attributes:
+        owner: The principal who owns the session.
+        members: The principals the owner shared it with (empty: not shared).
+    """
+
+    owner: Principal
+    members: tuple[Principal, ...] = ()
+
+    def admits(self, who: Principal) -> bool:
+        """Whether ``who`` may use the session."""
+        return who == self.owner or who in self.members
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as stored."""
+        return {
+            "version": _RECORD_VERSION,
+            "owner": list(self.owner),
+            "members": [list(m) for m in self.members],
+        }
+
+    @classmethod
+    def from_json(cls, record: dict[str, Any]) -> SessionOwner:
+        """A stored record back (refusing one that is not a record)."""
+        try:
+            return cls(
+                owner=principal(record["owner"]),
+                members=tuple(principal(m) for m in record.get("members", ())),
+            )
+        except (KeyError, TypeError, InvalidValueError) as exc:
+            msg = f"not a session ownership record: {record!r}"
+            raise InvalidValueError(msg) from exc
+
+
+class SessionOwners:
+    """The ownership records of one session store (see the module docstring).
+
+    Args:
+        store: The session store whose sessions are checked.
+    """
+
+    def __init__(self, store: SessionStore) -> None:
+        self.store = store
+
+    def _check(self, session_id: str, who: Principal | None) -> Program[None]:
+        """Let ``who`` use ``session_id``, claiming it when nobody owns it yet; ``who`` None
+        is a door that knows no user (it may use only sessions nobody owns).
+
+        Raises:
+            SessionOwnershipError: The session is another user's and not shared with ``who``.
+        """
+        store = self.store
+        found = yield from call(store.get_owner, store.aget_owner, session_id)
+        if found is None:
+            if who is None:
+                return
+            yield from self._check_legacy(session_id, who)
+            claim = SessionOwner(owner=who).to_json()
+            found = yield from call(store.claim_owner, store.aclaim_owner, session_id, claim)
+        record = SessionOwner.from_json(found)
+        if who is None or not record.admits(who):
+            raise _refused(session_id)
+
+    check = twin(_check)
+    acheck = async_twin(check)
+
+    @twin
+    def share(
+        self,
+        session_id: str,
+        *,
+        owner: str | Principal,
+        members: Sequence[str | Principal],
+    ) -> Program[SessionOwner]:
+        """Let ``members`` use ``owner``'s session (replacing earlier members: ``[]`` stops
+        sharing). A session nobody owns yet is claimed for ``owner`` first.
+
+        Raises:
+            SessionOwnershipError: ``owner`` does not own the session.
+            InvalidValueError: ``owner`` or a member is not a user id or a (user, agent) pair.
+        """
+        who = principal(owner)
+        guests = tuple(dict.fromkeys(principal(m) for m in members if principal(m) != who))
+        yield from self._check(session_id, who)
+        store = self.store
+        found = yield from call(store.get_owner, store.aget_owner, session_id)
+        if found is None or SessionOwner.from_json(found).owner != who:
+            raise _refused(session_id)
+        record = SessionOwner(owner=who, members=guests)
+        yield from call(store.set_owner, store.aset_owner, session_id, record.to_json())
+        return record
+
+    ashare = async_twin(share)
+
+    def _check_legacy(self, session_id: str, who: Principal) -> Program[None]:
+        """A session of an earlier version with watermarks goes only to a user who has one."""
+        store = self.store
+        keys = yield from call(store.state_keys, store.astate_keys, session_id)
+        marks = {k for k in keys if k.startswith(f"{CONSOLIDATION_STATE_KEY}:")}
+        if marks and not marks & {watermark_key(who), legacy_watermark_key(who)}:
+            raise _refused(session_id)
+
+
+def _refused(session_id: str) -> SessionOwnershipError:
+    msg = (
+        f"session {session_id!r} belongs to another user and is not shared with this one; "
+        "use a session id of your own, or ask its owner to share it "
+        "(MemoryService.share_session)"
+    )
+    return SessionOwnershipError(msg)
