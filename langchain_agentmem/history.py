@@ -33,6 +33,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
 from agentmem.controller.manager import MemoryManager
+from agentmem.controller.ownership import SessionOwners
 from agentmem.errors import ConfigurationError
 from agentmem.llm import ChatModel
 from agentmem.short_term.summary import SummaryBufferMemory
@@ -61,6 +62,14 @@ class AgentMemoryChatHistory(BaseChatMessageHistory):
             ``"text"`` (drop them) or ``"error"`` (refuse them).
         memory: Use this short-term memory instead of building one (for example a
             ``MemoryManager``'s ``short_term``); ``store``/``llm``/``max_tokens`` are ignored.
+        user_id: Whose conversation this is. A session belongs to the user who first used
+            it (see :mod:`agentmem.controller.ownership`): on a store shared by several
+            users, pass it, and another user's session is refused. Without it the history
+            may use only sessions that no user owns (single-tenant apps).
+
+    Raises:
+        SessionOwnershipError: The session belongs to another user (or to a user, when no
+            ``user_id`` is given); nothing was read or written.
     """
 
     def __init__(
@@ -74,6 +83,7 @@ class AgentMemoryChatHistory(BaseChatMessageHistory):
         view: View = "budgeted",
         content_blocks: ContentPolicy = "keep",
         memory: SummaryBufferMemory | None = None,
+        user_id: str | None = None,
     ) -> None:
         if view not in ("budgeted", "full"):
             msg = f"view must be 'budgeted' or 'full', got {view!r}"
@@ -85,6 +95,7 @@ class AgentMemoryChatHistory(BaseChatMessageHistory):
             if store is None:
                 msg = "pass store= (a SQLiteSessionStore, RedisSessionStore, ...) or memory="
                 raise ConfigurationError(msg)
+            SessionOwners(store).check(session_id, None if user_id is None else (user_id, None))
             summarizer = LangChainChatModel(llm) if isinstance(llm, BaseChatModel) else llm
             memory = SummaryBufferMemory(
                 summarizer,

@@ -25,7 +25,7 @@ from typing import Any, Literal
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 
 from agentmem.controller.manager import MemoryManager
-from agentmem.errors import AgentMemError, ConfigurationError
+from agentmem.errors import AgentMemError, ConfigurationError, SessionOwnershipError
 from agentmem.long_term.records import MemoryRecord
 from agentmem.service import MemoryService
 from langchain_agentmem._resolve import check_source, resolve_manager, thread_id_of
@@ -50,6 +50,8 @@ def _guard(func: Callable[..., str]) -> Callable[..., str]:
     def run(*args: Any, **kwargs: Any) -> str:
         try:
             return func(*args, **kwargs)
+        except SessionOwnershipError:
+            raise  # not the agent's to fix: the run is refused, as by the middleware
         except AgentMemError as exc:
             raise ToolException(str(exc)) from exc
 
@@ -61,6 +63,8 @@ def _aguard(func: Callable[..., Awaitable[str]]) -> Callable[..., Awaitable[str]
     async def run(*args: Any, **kwargs: Any) -> str:
         try:
             return await func(*args, **kwargs)
+        except SessionOwnershipError:
+            raise  # not the agent's to fix: the run is refused, as by the middleware
         except AgentMemError as exc:
             raise ToolException(str(exc)) from exc
 

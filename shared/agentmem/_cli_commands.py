@@ -212,6 +212,7 @@ def ingest_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """``agentmem ingest FILE --user U``: JSONL chat messages (appended to their sessions'
     logs and consolidated) or a LoCoMo-style file (one episodic memory per turn)."""
     from agentmem.controller.manager import MemoryManager
+    from agentmem.controller.ownership import SessionOwners
     from agentmem.ingest import locomo_records, store_in_batches
 
     user = common.check_user(args)
@@ -255,6 +256,10 @@ def ingest_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     try:
         assert chats is not None
         sessions = {(s or manager.session_id): m for s, m in chats.items()}
+        # Every session named in the file is checked (and claimed) before anything is written.
+        owners = SessionOwners(manager.short_term.store)
+        for session_id in sessions:
+            owners.check(session_id, (user, None))
         embedder.load()
         count = sum(len(m) for m in sessions.values())
         written = 0

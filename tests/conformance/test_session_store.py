@@ -302,7 +302,55 @@ CALLS: dict[str, Callable[[SessionStore, Any], Any]] = {
     "set_state": lambda s, sid: s.set_state(sid, "k", {}),
     "delete_state": lambda s, sid: s.delete_state(sid, "k"),
     "clear": lambda s, sid: s.clear(sid),
+    "state_keys": lambda s, sid: s.state_keys(sid),
+    "get_owner": lambda s, sid: s.get_owner(sid),
+    "claim_owner": lambda s, sid: s.claim_owner(sid, {"owner": ["u", None]}),
+    "set_owner": lambda s, sid: s.set_owner(sid, {"owner": ["u", None]}),
 }
+
+
+# -- ownership records -----------------------------------------------------------------------
+
+
+def test_the_first_claim_wins_and_later_claims_return_it(session_store: SessionStore) -> None:
+    assert session_store.get_owner("s1") is None
+    alice, bob = {"owner": ["alice", None]}, {"owner": ["bob", None]}
+    assert session_store.claim_owner("s1", alice) == alice
+    assert session_store.claim_owner("s1", bob) == alice
+    assert session_store.get_owner("s1") == alice
+    assert session_store.get_owner("s2") is None  # per session
+    shared = {"owner": ["alice", None], "members": [["bob", None]]}
+    session_store.set_owner("s1", shared)
+    assert session_store.get_owner("s1") == shared
+
+
+def test_the_owner_survives_clear(session_store: SessionStore) -> None:
+    session_store.claim_owner("s1", {"owner": ["alice", "agent"]})
+    session_store.append("s1", msgs("secret"))
+    session_store.set_state("s1", "working", {"card": "4111"})
+    session_store.clear("s1")
+    assert session_store.count("s1") == 0
+    assert session_store.get_state("s1", "working") is None
+    assert session_store.get_owner("s1") == {"owner": ["alice", "agent"]}
+    assert session_store.claim_owner("s1", {"owner": ["bob", None]}) == {
+        "owner": ["alice", "agent"]
+    }
+
+
+def test_state_keys_lists_the_state_of_one_session(session_store: SessionStore) -> None:
+    assert session_store.state_keys("s1") == []
+    session_store.set_state("s1", "b", {})
+    session_store.set_state("s1", 'consolidation:["a",null]', {"w": 1})
+    session_store.set_state("s2", "c", {})
+    assert session_store.state_keys("s1") == sorted(["b", 'consolidation:["a",null]'])
+    session_store.delete_state("s1", "b")
+    assert session_store.state_keys("s1") == ['consolidation:["a",null]']
+
+
+def test_an_unstorable_owner_record_is_refused(session_store: SessionStore) -> None:
+    with pytest.raises(InvalidValueError):
+        session_store.claim_owner("s1", {"owner": math.nan})
+    assert session_store.get_owner("s1") is None
 
 
 def raises(exc: type[Exception], call: Callable[[SessionStore, Any], Any], *args: Any) -> bool:

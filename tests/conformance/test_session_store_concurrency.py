@@ -42,6 +42,27 @@ def test_threads_appending_to_one_session_lose_nothing(session_store: SessionSto
     assert session_store.count("shared") == THREADS * APPENDS
 
 
+def test_racing_claims_have_exactly_one_winner(session_store: SessionStore) -> None:
+    start = threading.Barrier(THREADS)
+    seen: dict[int, dict[str, object]] = {}
+
+    def claim(writer: int) -> None:
+        start.wait(timeout=30)
+        for round_ in range(20):
+            record = {"owner": [f"user{writer}", None]}
+            seen[writer * 100 + round_] = session_store.claim_owner(f"s{round_}", record)
+
+    threads = [threading.Thread(target=claim, args=(w,)) for w in range(THREADS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for round_ in range(20):
+        winners = {str(seen[w * 100 + round_]["owner"]) for w in range(THREADS)}
+        assert len(winners) == 1  # every claimant was told the same owner
+        assert session_store.get_owner(f"s{round_}") == seen[round_]
+
+
 def test_concurrent_batches_stay_contiguous(session_store: SessionStore) -> None:
     """A batch is appended atomically: no other writer's message lands inside it."""
     writers, batches, size = 4, 50, 3

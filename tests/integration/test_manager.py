@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from agentmem import MemoryManager
 from agentmem.context import ContextBudgetError
 from agentmem.controller import DEFAULT_MODEL, ManagerBuilder, ManagerConfig
+from agentmem.controller.ownership import SessionOwners
 from agentmem.controller.scheduler import PENDING_STATE_KEY
 from agentmem.errors import ConfigurationError
 from agentmem.long_term import LongTermMemory, RecordFilter
@@ -366,6 +367,8 @@ def test_consolidators_of_two_users_sharing_a_session_do_not_skip_each_other(
             )
             if user == "alice":
                 mem.process_interaction("We meet on Friday at noon.", "Noted.")
+                # A group chat is shared by its owner (the first user) explicitly.
+                SessionOwners(sessions).share("group-chat", owner="alice", members=["bob"])
             report = mem.consolidate()
             assert report.written == 1, user
             assert store.count(lt.scope) == 1

@@ -207,13 +207,18 @@ class MemoryManager:
     ) -> MemoryManager:
         """A manager over a given session store and long-term memory.
 
-        A session may be shared by several users (a group chat): each user's consolidation
-        keeps its own watermark and writes only that user's memories. ``on_close`` is
+        A session belongs to the user (and agent) who first used it; its owner may share it
+        with other users (a group chat) through
+        :meth:`SessionOwners.share <agentmem.controller.ownership.SessionOwners.share>` (or
+        :meth:`MemoryService.share_session <agentmem.MemoryService.share_session>`): each
+        user's consolidation keeps its own watermark and writes only that user's memories.
+        ``on_close`` is
         called by :meth:`close` (e.g. to close the stores given here). The settings are
         those of :meth:`open`.
 
         Raises:
             ConfigurationError: ``user_id`` is not ``long_term``'s user.
+            SessionOwnershipError: The session is another user's and not shared with this one.
         """
         builder = ManagerBuilder(
             ManagerConfig(**settings),

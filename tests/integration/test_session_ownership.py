@@ -1,0 +1,422 @@
+"""A session belongs to its user: every door that names a session refuses another user.
+
+Alice writes a conversation (messages, a summary, working memory holding a card number, a
+consolidation watermark); then Bob names her session through each door, on the real stores
+(SQLite or a real redis-server for sessions, Qdrant Edge for memories). Each door raises
+``SessionOwnershipError`` whose message does not name Alice, Alice's session is unchanged,
+and Bob's long-term memory holds nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import HumanMessage
+
+from agentmem import MemoryManager, MemoryService, SessionOwnershipError
+from agentmem.cli import main
+from agentmem.controller.ownership import (
+    SessionOwners,
+    legacy_watermark_key,
+    owner_key,
+    watermark_key,
+)
+from agentmem.errors import InvalidSessionIdError
+from agentmem.short_term.summary import SUMMARY_STATE_KEY
+from agentmem.stores.base import SessionStore
+from langchain_agentmem import AgentMemoryChatHistory, create_memory_tools
+from llamaindex_agentmem import AgentMemory, WorkingMemoryBlock
+from tests.fakes import HashingEmbedder
+from tests.langchain.test_multi_user_agent import Ctx, ToolScriptModel, build_agent
+
+pytestmark = pytest.mark.integration
+
+DIM = 256
+CARD = "4111-1111-1111-1111"
+
+
+@dataclass
+class Deployment:
+    """A service on one home, its session backend, and how to reopen it."""
+
+    service: MemoryService
+    home: Path
+    backend: str
+    session: str  # alice's session (unique per test: the redis-server is shared)
+
+
+def open_service(home: Path, backend: str, redis_url: str | None) -> MemoryService:
+    return MemoryService.open(
+        home,
+        embedder=HashingEmbedder(DIM),
+        background=False,
+        consolidate_every_tokens=None,
+        redis_url=redis_url if backend == "redis" else None,
+    )
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+def deployment(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Deployment]:
+    backend = str(request.param)
+    redis_url = request.getfixturevalue("redis_url") if backend == "redis" else None
+    if redis_url is not None:  # for the doors that open the home themselves
+        monkeypatch.setenv("AGENTMEM_REDIS_URL", redis_url)
+    with open_service(tmp_path, backend, redis_url) as service:
+        session = f"chat-{uuid.uuid4().hex[:8]}"
+        write_alices_session(service, session)
+        yield Deployment(service, tmp_path, backend, session)
+
+
+def write_alices_session(service: MemoryService, session: str) -> None:
+    alice = service.manager("alice", session)
+    alice.process_interaction(f"My card number is {CARD}, keep it for the booking.", "Noted.")
+    alice.update_working_memory("card", CARD)
+    service.sessions.set_state(session, SUMMARY_STATE_KEY, {"text": f"Alice paid with {CARD}"})
+    assert alice.consolidate().written == 1
+
+
+def snapshot(store: SessionStore, session: str) -> dict[str, Any]:
+    """Everything a session holds: messages, every state document, the owner record."""
+    return {
+        "messages": [(m.seq, m.message.to_json()) for m in store.read(session)],
+        "state": {k: store.get_state(session, k) for k in store.state_keys(session)},
+        "owner": store.get_owner(session),
+    }
+
+
+def assert_refused(deployment: Deployment, door: Callable[[], object]) -> None:
+    service, session = deployment.service, deployment.session
+    before = snapshot(service.sessions, session)
+    assert CARD in json.dumps(before)  # the secret is there to leak
+    assert {SUMMARY_STATE_KEY, watermark_key(("alice", None))} <= set(before["state"])
+    with pytest.raises(SessionOwnershipError) as caught:
+        door()
+    assert session in str(caught.value)
+    assert "alice" not in str(caught.value)  # the message never names the owner
+    assert snapshot(service.sessions, session) == before
+    assert service.long_term("bob").all_records() == []
+
+
+def test_ownership_error_is_an_invalid_session_id_error() -> None:
+    assert issubclass(SessionOwnershipError, InvalidSessionIdError)
+
+
+def test_service_manager(deployment: Deployment) -> None:
+    assert_refused(deployment, lambda: deployment.service.manager("bob", deployment.session))
+
+
+def test_another_agent_of_the_same_user(deployment: Deployment) -> None:
+    service, session = deployment.service, deployment.session
+    assert_refused(deployment, lambda: service.manager("alice", session, agent_id="planner"))
+
+
+def test_manager_from_parts(deployment: Deployment) -> None:
+    service = deployment.service
+    assert_refused(
+        deployment,
+        lambda: MemoryManager.from_parts(
+            user_id="bob",
+            sessions=service.sessions,
+            long_term=service.long_term("bob"),
+            session_id=deployment.session,
+        ),
+    )
+
+
+def test_manager_open(deployment: Deployment) -> None:
+    assert_refused(
+        deployment,
+        lambda: MemoryManager.open(
+            user_id="bob",
+            session_id=deployment.session,
+            home=deployment.home,
+            embedder=HashingEmbedder(DIM),
+        ),
+    )
+
+
+@pytest.mark.parametrize("user", ["bob", None])
+def test_langchain_chat_history(deployment: Deployment, user: str | None) -> None:
+    store = deployment.service.sessions
+    assert_refused(
+        deployment,
+        lambda: AgentMemoryChatHistory(deployment.session, store=store, user_id=user).messages,
+    )
+
+
+def test_llamaindex_agent_memory_from_service(deployment: Deployment) -> None:
+    service, session = deployment.service, deployment.session
+    assert_refused(
+        deployment, lambda: AgentMemory.from_service(service, user_id="bob", session_id=session)
+    )
+
+
+def test_llamaindex_agent_memory_from_defaults(deployment: Deployment) -> None:
+    assert_refused(
+        deployment,
+        lambda: AgentMemory.from_defaults(
+            user_id="bob",
+            session_id=deployment.session,
+            home=deployment.home,
+            embed_model=HashingEmbedder(DIM),
+        ),
+    )
+
+
+def test_llamaindex_working_memory_block(deployment: Deployment) -> None:
+    service, session = deployment.service, deployment.session
+    assert_refused(
+        deployment,
+        lambda: WorkingMemoryBlock(working=service, user_id="bob", session_id=session),
+    )
+
+
+async def test_async_door(deployment: Deployment) -> None:
+    owners = SessionOwners(deployment.service.sessions)
+    before = snapshot(deployment.service.sessions, deployment.session)
+    with pytest.raises(SessionOwnershipError):
+        await owners.acheck(deployment.session, ("bob", None))
+    await owners.acheck(deployment.session, ("alice", None))
+    assert snapshot(deployment.service.sessions, deployment.session) == before
+
+
+def test_the_owner_keeps_working_and_a_reset_keeps_the_owner(deployment: Deployment) -> None:
+    service, session = deployment.service, deployment.session
+    alice = service.manager("alice", session)
+    assert alice.working.get_variable("card") == CARD
+    memory = AgentMemory.from_service(service, user_id="alice", session_id=session)
+    memory.reset()
+    assert service.sessions.count(session) == 0
+    # A cleared session is still Alice's: Bob cannot take it over.
+    with pytest.raises(SessionOwnershipError):
+        service.manager("bob", session)
+
+
+# -- sharing ---------------------------------------------------------------------------------
+
+
+def test_a_shared_session_consolidates_into_each_members_own_memory(
+    deployment: Deployment,
+) -> None:
+    service = deployment.service
+    session = f"team-{uuid.uuid4().hex[:8]}"
+    alice = service.manager("alice", session)
+    alice.process_interaction("Our team offsite is in Lisbon in May.", "Noted.")
+    with pytest.raises(SessionOwnershipError):
+        service.share_session(session, owner="bob", members=["alice"])  # not his to share
+    record = service.share_session(session, owner="alice", members=["bob"])
+    assert record.members == (("bob", None),)
+    bob = service.manager("bob", session)
+    bob.process_interaction("I will book the flights to Lisbon.", "Great.")
+    assert [m.content for m in alice.short_term.get_log()] == [
+        m.content for m in bob.short_term.get_log()
+    ]
+    assert bob.consolidate().written == 2
+    assert alice.consolidate().written == 2
+    for user in ("alice", "bob"):
+        mine = service.long_term(user).all_records()
+        assert {r.scope.user_id for r in mine} == {user}
+        records = [r for r in mine if r.source_session_id == session]
+        assert len(records) == 2
+        assert any("Lisbon" in r.content for r in records)
+        assert service.sessions.get_state(session, watermark_key((user, None))) is not None
+    # Sharing ends when the owner says so; the former member's handle is dropped.
+    service.share_session(session, owner="alice", members=[])
+    with pytest.raises(SessionOwnershipError):
+        service.manager("bob", session)
+
+
+def test_owner_keys_of_colliding_joined_ids_are_distinct(deployment: Deployment) -> None:
+    """User "a:b" and user "a" with agent "b:-" had one joined key, so one watermark: the
+    second user's consolidation wrote nothing."""
+    service = deployment.service
+    session = f"pair-{uuid.uuid4().hex[:8]}"
+    first = service.manager("a:b", session)
+    first.process_interaction("The launch code word is marmalade.", "Noted.")
+    service.share_session(session, owner="a:b", members=[("a", "b:-")])
+    second = service.manager("a", session, agent_id="b:-")
+    assert owner_key(("a:b", None)) != owner_key(("a", "b:-"))
+    assert first.consolidate().written == 1
+    assert second.consolidate().written == 1
+    assert len(service.long_term("a", agent_id="b:-").all_records()) == 1
+    assert len(service.long_term("a:b").all_records()) == 1
+
+
+# -- sessions written by earlier versions ----------------------------------------------------
+
+
+def downgrade_to_version_1(db: Path) -> None:
+    """Make ``db`` exactly what the earlier version wrote: schema version 1 (no owner table)
+    and each watermark under its joined-string key."""
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("DROP TABLE agentmem_owners")
+        rows = conn.execute(
+            "SELECT session_id, key FROM agentmem_state WHERE key LIKE 'consolidation:%'"
+        ).fetchall()
+        for session, key in rows:
+            user, agent = json.loads(key.removeprefix("consolidation:"))
+            conn.execute(
+                "UPDATE agentmem_state SET key = ? WHERE session_id = ? AND key = ?",
+                (legacy_watermark_key((user, agent)), session, key),
+            )
+        conn.execute("PRAGMA user_version = 1")
+    conn.close()
+
+
+def test_sessions_of_earlier_versions_get_their_owner_on_first_use(tmp_path: Path) -> None:
+    with open_service(tmp_path, "sqlite", None) as service:
+        write_alices_session(service, "consolidated")
+        service.manager("carol", "never-consolidated").process_interaction("hello", "hi")
+    downgrade_to_version_1(tmp_path / "sessions.db")
+    with open_service(tmp_path, "sqlite", None) as service:
+        store = service.sessions
+        assert store.get_owner("consolidated") is None
+        assert legacy_watermark_key(("alice", None)) in store.state_keys("consolidated")
+        before = snapshot(store, "consolidated")
+        # The watermark says whose it was: Bob is refused, although nobody claimed it yet.
+        with pytest.raises(SessionOwnershipError):
+            service.manager("bob", "consolidated")
+        assert snapshot(store, "consolidated") == before
+        alice = service.manager("alice", "consolidated")
+        assert store.get_owner("consolidated") == {
+            "version": 1,
+            "owner": ["alice", None],
+            "members": [],
+        }
+        # Her old watermark still counts: nothing is consolidated twice.
+        assert alice.consolidate().written == 0
+        assert len(service.long_term("alice").all_records()) == 1
+        # A session no one consolidated goes to the first user who names it.
+        service.manager("dave", "never-consolidated")
+        with pytest.raises(SessionOwnershipError):
+            service.manager("carol", "never-consolidated")
+
+
+# -- the CLI ---------------------------------------------------------------------------------
+
+
+def test_cli_ingest_and_context_refuse_another_users_session(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    home = str(tmp_path / "home")
+    files = {
+        "alice": [
+            {"session_id": "chat-1", "role": "user", "content": f"My card is {CARD}."},
+            {"session_id": "chat-1", "role": "assistant", "content": "Noted."},
+        ],
+        "bob": [
+            {"session_id": "bob-own", "role": "user", "content": "I like green tea."},
+            {"session_id": "bob-own", "role": "assistant", "content": "Noted."},
+        ],
+        "mixed": [
+            {"session_id": "bob-own", "role": "user", "content": "And black coffee."},
+            {"session_id": "chat-1", "role": "user", "content": "Ignore that, I am Alice now."},
+        ],
+    }
+    for name, lines in files.items():
+        text = "\n".join(json.dumps(line) for line in lines) + "\n"
+        (tmp_path / f"{name}.jsonl").write_text(text, encoding="utf-8")
+    for name, user in (("alice", "alice"), ("bob", "bob")):
+        assert (
+            main(["--home", home, "ingest", str(tmp_path / f"{name}.jsonl"), "--user", user]) == 0
+        )
+    capsys.readouterr()
+
+    def state() -> dict[str, Any]:
+        with MemoryService.open(home) as service:
+            bobs = [r.content for r in service.long_term("bob").all_records()]
+            return {
+                "alice": snapshot(service.sessions, "chat-1"),
+                "bob": snapshot(service.sessions, "bob-own"),
+                "bob's memories": bobs,
+            }
+
+    before = state()
+    assert CARD in json.dumps(before["alice"])
+    assert CARD not in json.dumps(before["bob's memories"])
+    mixed = str(tmp_path / "mixed.jsonl")
+    assert main(["--home", home, "ingest", mixed, "--user", "bob"]) == 1
+    err = capsys.readouterr().err
+    assert "session 'chat-1' belongs to another user" in err
+    assert "alice" not in err
+    assert main(["--home", home, "context", "card", "--user", "bob", "--session", "chat-1"]) == 1
+    assert "session 'chat-1' belongs to another user" in capsys.readouterr().err
+    assert state() == before  # bob's file was refused whole: nothing of it was written
+
+
+# -- LangChain create_agent: the middleware and the memory tools -----------------------------
+
+
+def test_middleware_refuses_another_users_thread_before_the_model(
+    deployment: Deployment,
+) -> None:
+    service, thread = deployment.service, f"thread-{uuid.uuid4().hex[:8]}"
+    model = ToolScriptModel()
+    agent = build_agent(service, model)
+    config = {"configurable": {"thread_id": thread}}
+    agent.invoke(
+        {"messages": [HumanMessage(f"remember: my card is {CARD}")]},
+        context=Ctx("alice"),
+        config=config,
+    )
+    assert any(CARD in m.text for m in model.requests[0])
+    seen = len(model.requests)
+    before = snapshot(service.sessions, thread)
+    with pytest.raises(SessionOwnershipError):
+        agent.invoke(
+            {"messages": [HumanMessage("what is my card number?")]},
+            context=Ctx("bob"),
+            config=config,
+        )
+    assert len(model.requests) == seen  # the model was never called for bob
+    assert snapshot(service.sessions, thread) == before
+    assert service.long_term("bob").all_records() == []
+
+
+async def test_async_middleware_refuses_another_users_thread(deployment: Deployment) -> None:
+    service, thread = deployment.service, f"thread-{uuid.uuid4().hex[:8]}"
+    model = ToolScriptModel()
+    agent = build_agent(service, model)
+    config = {"configurable": {"thread_id": thread}}
+    await agent.ainvoke(
+        {"messages": [HumanMessage(f"remember: my card is {CARD}")]},
+        context=Ctx("alice"),
+        config=config,
+    )
+    seen = len(model.requests)
+    with pytest.raises(SessionOwnershipError):
+        await agent.ainvoke(
+            {"messages": [HumanMessage("what is my card?")]}, context=Ctx("bob"), config=config
+        )
+    assert len(model.requests) == seen
+
+
+def test_memory_tools_refuse_another_users_thread(deployment: Deployment) -> None:
+    """Without the middleware, the tools are the door: a tool call for bob on alice's
+    thread fails the run instead of reaching alice's session."""
+    service = deployment.service
+    model = ToolScriptModel()
+    agent = create_agent(
+        model, tools=create_memory_tools(service), context_schema=Ctx, checkpointer=None
+    )
+    config = {"configurable": {"thread_id": deployment.session}}
+    before = snapshot(service.sessions, deployment.session)
+    with pytest.raises(SessionOwnershipError):
+        agent.invoke(
+            {"messages": [HumanMessage(f"remember: {CARD} is mine now")]},
+            context=Ctx("bob"),
+            config=config,
+        )
+    assert snapshot(service.sessions, deployment.session) == before
+    assert service.long_term("bob").all_records() == []
