@@ -483,9 +483,7 @@ class SessionKeys(NamedTuple):
     @classmethod
     def of(cls, prefix: str, session_id: str) -> SessionKeys:
         base = f"{prefix}:{{{session_id}}}"
-        return cls(
-            f"{base}:seq", f"{base}:log", f"{base}:ids", f"{base}:state", f"{base}:owner"
-        )
+        return cls(f"{base}:seq", f"{base}:log", f"{base}:ids", f"{base}:state", f"{base}:owner")
 
 
 # KEYS: seq, log, ids, state, owner. ARGV: ttl_ms (0 = none), then id_1, json_1, id_2, json_2, ...
