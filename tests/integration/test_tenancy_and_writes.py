@@ -158,8 +158,8 @@ def test_crafted_user_ids_never_reach_langgraph_items_or_the_registry(
     for root in ROOTS:
         store.put((root, "secrets"), "k", {"text": SECRET})
     service.manager("zoe", "zoe-s1").remember("zoe likes green tea")
-    for user in CRAFTED:
-        manager = service.manager(user, "probe")
+    for index, user in enumerate(CRAFTED):
+        manager = service.manager(user, f"probe-{index}")  # a session is one user's
         hits = manager.recall("vault code secrets namespace root", top_k=50)
         assert all(SECRET not in h.record.content for h in hits), user
         assert all(h.record.scope.space == "memories" for h in hits), user
