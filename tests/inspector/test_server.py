@@ -64,7 +64,7 @@ def test_every_answer_has_a_strict_content_security_policy(server: InspectorServ
         assert "script-src" not in csp  # so no script at all (default-src 'none')
         assert "unsafe-inline" not in csp
         assert answer.headers["x-content-type-options"] == "nosniff"
-        assert answer.headers["referrer-policy"] == "no-referrer"
+        assert answer.headers["referrer-policy"] == "same-origin"
 
 
 def test_nothing_is_loaded_from_elsewhere(server: InspectorServer, seeded: Seeded) -> None:
