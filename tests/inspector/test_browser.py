@@ -45,8 +45,15 @@ def _browser() -> webdriver.Chrome:
         pytest.skip("needs Debian's chromium and chromium-driver")
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--window-size=1280,1100", "--no-first-run", "--disable-extensions"):
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1280,1100",
+        "--no-first-run",
+        "--disable-extensions",
+    ):
         options.add_argument(flag)
     return webdriver.Chrome(service=Service(DRIVER), options=options)
 
@@ -164,8 +171,12 @@ def test_a_stored_script_shows_as_text_and_does_not_run(
 def test_alices_pages_show_nothing_of_bob(
     browser: webdriver.Chrome, server: InspectorServer
 ) -> None:
-    for path in ("/u/alice", "/u/alice/memories?history=1", "/u/alice/contexts",
-                 "/u/alice/search?q=vault+code"):
+    for path in (
+        "/u/alice",
+        "/u/alice/memories?history=1",
+        "/u/alice/contexts",
+        "/u/alice/search?q=vault+code",
+    ):
         browser.get(f"{server.origin}{path}")
         assert "4321" not in browser.page_source
         assert "bob-s1" not in browser.page_source

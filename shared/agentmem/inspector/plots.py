@@ -180,8 +180,8 @@ def line_plot(
                 )
             )
         ly = top + 14 + index * 14
-        parts.append(tag("rect", x=left + pw - 150, y=ly - 8, width=10, height=10, fill=color))
-        parts.append(tag("text", label, x=left + pw - 136, y=ly + 1))
+        parts.append(tag("rect", x=left + pw - 180, y=ly - 8, width=10, height=10, fill=color))
+        parts.append(tag("text", label, x=left + pw - 166, y=ly + 1))
     parts.append(tag("text", x_label, x=left + pw / 2, y=height - 4, text_anchor="middle"))
     parts.append(
         tag(

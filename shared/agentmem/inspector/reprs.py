@@ -80,7 +80,7 @@ STYLE = """
 .am-root .am-swatch { display: inline-block; width: 10px; height: 10px; margin-right: 3px; }
 .am-root details { margin: 2px 0; }
 .am-root summary { cursor: pointer; }
-.am-root nav a, .am-root .am-pages a { margin-right: 12px; }
+.am-root nav > *, .am-root .am-pages a { margin-right: 12px; }
 .am-root form.am-inline { display: inline; }
 .am-root .am-grid { display: flex; flex-wrap: wrap; gap: 24px; }
 .am-root .am-error { color: #b00020; }
@@ -157,6 +157,14 @@ def record_cells(record: MemoryRecord) -> list[Markup]:
     ]
 
 
+def _sum_text(hit: ScoredRecord) -> str:
+    """``1.704 = fused 1.7 + temporal 0 + importance 0.002 + recency 0.0019``."""
+    segments = _score_segments(hit)
+    if len(segments) == 1:
+        return f"{hit.score:.4f}"
+    return f"{hit.score:.4f} = " + " + ".join(f"{name} {v:.3g}" for name, v, _ in segments)
+
+
 def hits_html(hits: Sequence[ScoredRecord], *, link: Link | None = None) -> Markup:
     """Recall results: each hit's score as a stacked bar of its parts (with
     ``explain=True``: fused, temporal, importance, recency; the raw dense cosine and BM25
@@ -204,7 +212,7 @@ def hits_html(hits: Sequence[ScoredRecord], *, link: Link | None = None) -> Mark
                     "td",
                     stacked_bar(_score_segments(hit), total=top or 1.0),
                     tag("br"),
-                    tag("span", f"{hit.score:.4f}", class_="am-muted"),
+                    tag("span", _sum_text(hit), class_="am-muted"),
                     tag("br") if raw else None,
                     tag("span", raw, class_="am-muted") if raw else None,
                 ),
