@@ -718,7 +718,7 @@ class Pages:
                     class_="am-grid",
                 ),
                 tag("h2", "Forgetting candidates (dry run)"),
-                forgetting_candidates(memory, policy, limit=20),
+                forgetting_candidates(memory, policy, limit=20, records=records),
             ]
         )
         return Page(f"Forgetting: {user}", body, user)

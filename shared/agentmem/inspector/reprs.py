@@ -503,16 +503,23 @@ def records_table(
 
 
 def forgetting_candidates(
-    memory: LongTermMemory, policy: ForgettingPolicy, *, limit: int = 5
+    memory: LongTermMemory,
+    policy: ForgettingPolicy,
+    *,
+    limit: int = 5,
+    records: Sequence[MemoryRecord] | None = None,
 ) -> Markup:
     """The memories a forgetting pass of ``policy`` would delete, lowest retention first
-    (a dry run: nothing is deleted)."""
+    (a dry run: nothing is deleted); ``records``: all of ``memory``'s, if already read."""
     from agentmem.long_term.records import RecordFilter
 
-    total = memory.count_memories(RecordFilter(include_history=True))
-    if total > PLAN_LIMIT:
-        return tag("p", f"{total} memories: too many to plan a pass here.", class_="am-muted")
-    report = policy.plan(memory.all_records())
+    if records is None:
+        total = memory.count_memories(RecordFilter(include_history=True))
+        if total > PLAN_LIMIT:
+            msg = f"{total} memories: too many to plan a pass here."
+            return tag("p", msg, class_="am-muted")
+        records = memory.all_records()
+    report = policy.plan(records)
     decisions = report.decisions[:limit]
     if not decisions:
         return tag(
@@ -577,6 +584,10 @@ def long_term_repr(memory: LongTermMemory) -> str:
     )
 
 
+def _consolidation(every: int | None) -> str:
+    return "consolidation on demand" if every is None else f"consolidation every {every} tokens"
+
+
 def manager_repr(manager: MemoryManager) -> str:
     """``_repr_html_`` of a manager: its session, working memory and long-term memory."""
     short_term = manager.short_term
@@ -588,7 +599,7 @@ def manager_repr(manager: MemoryManager) -> str:
                 tag(
                     "p",
                     f"{len(short_term.get_messages())} messages in the conversation window; "
-                    f"consolidation every {manager.consolidate_every_tokens} tokens",
+                    + _consolidation(manager.consolidate_every_tokens),
                     class_="am-muted",
                 ),
                 tag("details", tag("summary", "summary"), tag("pre", summary)) if summary else None,

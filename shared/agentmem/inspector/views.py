@@ -67,9 +67,15 @@ def history_chain(memory: LongTermMemory, record: MemoryRecord) -> list[MemoryRe
     their ``superseded_by``) and those that superseded it, following ``superseded_by``."""
     earlier: list[MemoryRecord] = []
     wanted = record.id
-    # No index answers "superseded by X": the user's memories are read once (detail page).
-    older = memory.all_records(RecordFilter(include_history=True))
-    by_successor = {r.superseded_by: r for r in older if r.superseded_by}
+    every = RecordFilter(include_history=True)
+    by_successor: dict[str | None, MemoryRecord] = {}
+    if memory.count_memories(every) > memory.count_memories():
+        # No index answers "superseded by X", so the user's superseded memories are looked
+        # for among all those of the same type (a version keeps its type); a user with no
+        # superseded memory at all costs two counts.
+        same_type = every.model_copy(update={"memory_types": (record.memory_type,)})
+        older = memory.all_records(same_type)
+        by_successor = {r.superseded_by: r for r in older if r.superseded_by}
     seen = {record.id}
     while wanted in by_successor and by_successor[wanted].id not in seen:
         previous = by_successor[wanted]
