@@ -66,22 +66,16 @@ def history_chain(memory: LongTermMemory, record: MemoryRecord) -> list[MemoryRe
     """The versions of ``record``, oldest first: the memories it superseded (found by
     their ``superseded_by``) and those that superseded it, following ``superseded_by``."""
     earlier: list[MemoryRecord] = []
-    wanted = record.id
-    every = RecordFilter(include_history=True)
-    by_successor: dict[str | None, MemoryRecord] = {}
-    if memory.count_memories(every) > memory.count_memories():
-        # No index answers "superseded by X", so the user's superseded memories are looked
-        # for among all those of the same type (a version keeps its type); a user with no
-        # superseded memory at all costs two counts.
-        same_type = every.model_copy(update={"memory_types": (record.memory_type,)})
-        older = memory.all_records(same_type)
-        by_successor = {r.superseded_by: r for r in older if r.superseded_by}
     seen = {record.id}
-    while wanted in by_successor and by_successor[wanted].id not in seen:
-        previous = by_successor[wanted]
-        earlier.append(previous)
-        seen.add(previous.id)
-        wanted = previous.id
+    wanted = record.id
+    while True:  # one filtered read per earlier version
+        flt = RecordFilter(include_history=True, superseded_by=(wanted,))
+        found, _ = memory.scroll_records(flt, limit=1)
+        if not found or found[0].id in seen:
+            break
+        earlier.append(found[0])
+        seen.add(found[0].id)
+        wanted = found[0].id
     chain = [*reversed(earlier), record]
     current = record
     while current.superseded_by and current.superseded_by not in seen:

@@ -398,6 +398,8 @@ def build_conditions(scope: Scope, flt: RecordFilter | None) -> tuple[Condition,
         )
     if flt.ids:
         conds.append(HasIds(flt.ids))
+    if flt.superseded_by:
+        conds.append(Match("superseded_by", flt.superseded_by))
     if flt.pinned is not None:
         conds.append(Match("pinned", (flt.pinned,)))
     for key, value in flt.metadata.items():
