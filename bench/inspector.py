@@ -20,7 +20,9 @@ Timed in the same run, each the median of ``--repeat`` calls after a warm-up:
   memory's page (its history chain: one filtered read per earlier version) and the
   forgetting page (the retention of every memory: all 10,000 are read).
 
-Reported: each page's median and p95 and its ratio to the recall's median.
+Each page is timed alternately with the recall (page, recall, page, recall, ...), so both
+see the same load on a shared machine; reported: each page's median and p95, the median of
+the recalls timed beside it, and the ratio of the two medians.
 """
 
 from __future__ import annotations
@@ -28,8 +30,11 @@ from __future__ import annotations
 import argparse
 import http.client
 import re
+import statistics
 import sys
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -38,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "shared"))
 
-from _common import environment, log, measure, print_table, write_json
+from _common import environment, log, measure, percentile, print_table, write_json
 
 from agentmem import MemoryService
 from tests.fake_embedder import HashingEmbedder
@@ -82,6 +87,30 @@ def _supersede(service: MemoryService, user: str, pairs: int) -> str:
     return done[0]
 
 
+def _paired(
+    page: Callable[[], object], recall: Callable[[], object], repeat: int
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Time ``page`` and ``recall`` alternately ``repeat`` times each (after one warm-up
+    of each), so both see the same load on a shared machine; their stats."""
+    page()
+    recall()
+    times: dict[str, list[float]] = {"page": [], "recall": []}
+    for _ in range(repeat):
+        for name, fn in (("page", page), ("recall", recall)):
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    return _stats(times["page"]), _stats(times["recall"])
+
+
+def _stats(times: list[float]) -> dict[str, float]:
+    return {
+        "median_ms": statistics.median(times) * 1000,
+        "p95_ms": percentile(times, 95) * 1000,
+        "runs": len(times),
+    }
+
+
 def _get(origin: str, path: str) -> str:
     parts = urlsplit(origin)
     conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=300)
@@ -110,7 +139,11 @@ def run(memories: int, repeat: int) -> dict[str, Any]:
             old = _supersede(service, USER, memories // 100)
             memory = service.long_term(USER)
             assert memory.count_memories() == memories - memories // 100
-            recall = measure(lambda: memory.retrieve_memories("jazz detail 42", 5), repeat)
+
+            def search() -> object:
+                return memory.retrieve_memories("jazz detail 42", 5)
+
+            recall = measure(search, repeat)
             server = service.serve_inspector()
             token = f"token={server.token}"
             first = _get(server.origin, f"/u/{USER}/memories?{token}")
@@ -136,9 +169,14 @@ def run(memories: int, repeat: int) -> dict[str, Any]:
             for name, path in pages.items():
                 log(f"timing {name}")
                 few = repeat if "all" not in name else max(3, repeat // 6)
-                stats = measure(lambda path=path: _get(server.origin, path), few)
+                page, base = _paired(lambda path=path: _get(server.origin, path), search, few)
                 rows.append(
-                    {"what": name, **stats, "x recall": stats["median_ms"] / recall["median_ms"]}
+                    {
+                        "what": name,
+                        **page,
+                        "recall_median_ms": base["median_ms"],
+                        "x recall": page["median_ms"] / base["median_ms"],
+                    }
                 )
             server.stop()
         finally:
@@ -157,7 +195,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "inspector.json")
     args = parser.parse_args()
     result = run(args.memories, args.repeat)
-    print_table(result["rows"], ["what", "median_ms", "p95_ms", "runs", "x recall"])
+    print_table(
+        result["rows"], ["what", "median_ms", "p95_ms", "runs", "recall_median_ms", "x recall"]
+    )
     write_json(args.out, {"environment": environment(), **result})
 
 
