@@ -30,7 +30,8 @@ reported before any model loads and before anything is written; 2 for a command 
 argparse cannot parse; 130 when interrupted.
 
 Only ``demo``, ``ingest``, ``search``, ``context``, ``export --vectors`` and an ``import`` of
-records without vectors load the embedding model (torch); the others never import it.
+records without vectors load the embedding model (torch); ``inspect`` loads it when one of
+its pages searches; the others never import it.
 """
 
 from __future__ import annotations

@@ -275,3 +275,16 @@ def test_a_bad_port_is_a_configuration_error(service: MemoryService) -> None:
 
     with pytest.raises(ConfigurationError, match="port"):
         service.serve_inspector(port=70000)
+
+
+def test_bound_to_every_interface_any_host_name_is_answered_with_the_token(
+    service: MemoryService,
+) -> None:
+    with service.serve_inspector(host="0.0.0.0") as srv:
+        assert srv.url.startswith("http://0.0.0.0:")
+        named = fetch(srv, "/", headers={"Host": f"inspector.lan:{srv.port}"})
+        assert named.status == 200
+        assert (
+            fetch(srv, "/", token=None, headers={"Host": f"inspector.lan:{srv.port}"}).status == 401
+        )
+        assert fetch(srv, "/", headers={"Host": "inspector.lan:1"}).status == 403

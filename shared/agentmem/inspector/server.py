@@ -164,6 +164,14 @@ class InspectorServer:
             hosts |= {f"localhost:{self.port}", f"127.0.0.1:{self.port}", f"[::1]:{self.port}"}
         return hosts
 
+    def host_allowed(self, host: str) -> bool:
+        """Whether a request's ``Host`` header names this server. Bound to every interface
+        (``0.0.0.0``, ``::``), any name is accepted: the machine's names and addresses are
+        not known here, and the token still guards every request."""
+        if self.host in ("0.0.0.0", "::", ""):
+            return host.rsplit(":", 1)[-1] == str(self.port)
+        return host in self.allowed_hosts()
+
     def token_matches(self, given: str) -> bool:
         """Whether ``given`` is the token (compared in constant time)."""
         return hmac.compare_digest(given.encode(), self.token.encode())
@@ -235,7 +243,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _admit(self) -> dict[str, str] | None:
         """Check the Host and the token; on success, headers to add (the cookie)."""
         inspector = self.server.inspector
-        if self.headers.get("Host", "") not in inspector.allowed_hosts():
+        if not inspector.host_allowed(self.headers.get("Host", "")):
             self._error(403, "unexpected Host header: open the inspector at its own address")
             return None
         given, in_url = self._token()
@@ -292,7 +300,9 @@ class _Handler(BaseHTTPRequestHandler):
         if not inspector.allow_edits:
             raise PageError(405, "this inspector is read-only; start it with --allow-edits")
         origin = self.headers.get("Origin")
-        if origin is not None and origin not in {f"http://{h}" for h in inspector.allowed_hosts()}:
+        if origin is not None and not (
+            origin.startswith("http://") and inspector.host_allowed(origin[len("http://") :])
+        ):
             raise PageError(403, "the edit did not come from an inspector page")
         length = int(self.headers.get("Content-Length") or 0)
         if length > MAX_FORM_BYTES:
