@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import http.client
+import os
 import re
 import statistics
 import sys
@@ -194,7 +195,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=30)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "inspector.json")
     args = parser.parse_args()
+    load_before = os.getloadavg()
     result = run(args.memories, args.repeat)
+    # The machine's load (1, 5, 15 min) around the run: ratios measured alternately hold
+    # up under load better than absolute times, but not entirely.
+    result["load_average"] = {"before": load_before, "after": os.getloadavg()}
     print_table(
         result["rows"], ["what", "median_ms", "p95_ms", "runs", "recall_median_ms", "x recall"]
     )
