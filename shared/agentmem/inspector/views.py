@@ -43,8 +43,9 @@ def sessions_of_user(service: MemoryService, user_id: str) -> list[str]:
     session writes, key ``consolidation:<user>:-``) or when the service built a context
     for the user in it (the recent-contexts ring). Sessions of the user that never
     consolidated and built no context since the service started are not listed; sessions
-    consolidated under an ``agent_id`` neither. When the stores record session owners,
-    this function asks them instead.
+    consolidated under an ``agent_id`` neither. A session several users share (a group
+    chat) is listed for each of them, with all its messages. When the stores record
+    session owners, this function asks them instead.
     """
     store = service.sessions
     key = f"{CONSOLIDATION_STATE_KEY}:{user_id}:-"
