@@ -10,6 +10,7 @@ Commands (each honours ``--home`` / ``AGENTMEM_HOME``)::
     agentmem stats --user U               memories by type, disk use (allocated blocks)
     agentmem export FILE --user U         memories as JSONL (lossless; --vectors adds vectors)
     agentmem import FILE --user U         memories from such a file
+    agentmem inspect [--port P]           browse the memories in a local web page
 
 Output: results go to stdout. stderr carries only
 
@@ -29,7 +30,8 @@ reported before any model loads and before anything is written; 2 for a command 
 argparse cannot parse; 130 when interrupted.
 
 Only ``demo``, ``ingest``, ``search``, ``context``, ``export --vectors`` and an ``import`` of
-records without vectors load the embedding model (torch); the others never import it.
+records without vectors load the embedding model (torch); ``inspect`` loads it when one of
+its pages searches; the others never import it.
 """
 
 from __future__ import annotations
@@ -70,11 +72,11 @@ def _parser() -> argparse.ArgumentParser:
     def command(name: str, module: str, func: str, help: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help, description=help)
         p.set_defaults(func=_deferred(f"agentmem.{module}", func))
-        required = name != "demo"
+        required = name not in ("demo", "inspect")
         p.add_argument(
             "--user",
             required=required,
-            default=None if required else "demo-user",
+            default="demo-user" if name == "demo" else None,
             help="whose memories (ids: A-Z a-z 0-9 _ . : @ -)",
         )
         return p
@@ -113,6 +115,17 @@ def _parser() -> argparse.ArgumentParser:
     imp = command("import", cmds, "import_command", "import memories from an export file")
     imp.add_argument(
         "file", help="a file written by `agentmem export` (with --vectors: no model needed)"
+    )
+    inspect = command(
+        "inspect", "_cli_inspect", "inspect_command", "browse the memories in a local web page"
+    )
+    # Also after the command (`agentmem inspect --home H`); SUPPRESS keeps the global one.
+    inspect.add_argument("--home", default=argparse.SUPPRESS, help="data directory")
+    inspect.add_argument("--host", default="127.0.0.1", help="interface to bind")
+    inspect.add_argument("--port", type=int, default=0, help="port (default: any free one)")
+    inspect.add_argument("--no-browser", action="store_true", help="only print the URL")
+    inspect.add_argument(
+        "--allow-edits", action="store_true", help="allow forgetting, pinning, correcting"
     )
     return parser
 

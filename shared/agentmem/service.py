@@ -29,7 +29,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from typing_extensions import Unpack
 
@@ -44,12 +44,16 @@ from agentmem.controller.scheduler import ConsolidationQueue
 from agentmem.embeddings import Embedder
 from agentmem.embeddings.base import check_store_dimension
 from agentmem.errors import StoreClosedError
+from agentmem.inspector.recent import RecentContexts
 from agentmem.llm import ChatModel
 from agentmem.long_term.memory import LongTermMemory
 from agentmem.long_term.ranking import RankingConfig
 from agentmem.long_term.store import MemoryStore
 from agentmem.stores.base import SessionStore
 from agentmem.tokens import TokenCounter
+
+if TYPE_CHECKING:
+    from agentmem.inspector.server import InspectorServer
 
 __all__ = ["MemoryService", "ServiceSettings"]
 
@@ -137,6 +141,8 @@ class MemoryService:
         self._lock = threading.Lock()
         self._closed = False
         self._on_close = list(on_close)
+        self.recent_contexts = RecentContexts()
+        """The last contexts the handles built (what the inspector's contexts page shows)."""
 
     # What every handle is built with, read from (and, when set, written to) ``config``.
     model: _Setting[str] = _Setting()
@@ -304,7 +310,33 @@ class MemoryService:
         self, user_id: str, session_id: str | None, agent_id: str | None
     ) -> MemoryManager:
         long_term = self.long_term(user_id, agent_id=agent_id)
-        return self._builder.build(long_term, session_id=session_id, manager_class=MemoryManager)
+        handle = self._builder.build(long_term, session_id=session_id, manager_class=MemoryManager)
+        handle.recent_contexts = self.recent_contexts
+        return handle
+
+    def serve_inspector(
+        self, host: str = "127.0.0.1", port: int = 0, *, allow_edits: bool = False
+    ) -> InspectorServer:
+        """Serve the web inspector of this service's users from a background thread (see
+        :mod:`agentmem.inspector.server`); it stops with :meth:`close` at the latest.
+
+        Args:
+            host: Interface to bind (``127.0.0.1``: this machine only).
+            port: Port (0: a free one).
+            allow_edits: Allow forgetting, pinning and correcting memories from the pages.
+
+        Example:
+            >>> server = service.serve_inspector(port=0)  # doctest: +SKIP
+            >>> server.url  # doctest: +SKIP
+            'http://127.0.0.1:43817/?token=6Yb0...'
+            >>> server.stop()  # doctest: +SKIP
+        """
+        self._check_open()
+        from agentmem.inspector.server import InspectorServer
+
+        server = InspectorServer(self, host=host, port=port, allow_edits=allow_edits)
+        self._on_close.insert(0, server.stop)  # before the stores are released
+        return server
 
     # -- lifecycle -------------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ LAZY = {
         "agentmem.embeddings.local",
         "agentmem.embeddings.openai",
     ],
+    "agentmem.inspector": [],
     "agentmem.long_term": [],
     "agentmem.short_term": [],
     "agentmem.stores": ["agentmem.stores.base"],
@@ -196,3 +197,10 @@ def test_cli_stats_opens_the_store_without_tier_or_model(tmp_path: Path) -> None
         "torch",
     }
     assert not unneeded & loaded
+
+
+def test_the_inspector_server_loads_only_when_served() -> None:
+    """The notebook displays and the service import no HTTP server; only serving does."""
+    loaded = set(_loaded("import agentmem.service, agentmem.inspector.reprs"))
+    assert "agentmem.inspector.server" not in loaded
+    assert not {"http.server", "socketserver", "webbrowser"} & loaded

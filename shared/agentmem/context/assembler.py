@@ -80,6 +80,12 @@ class BuiltContext:
     history: list[Message] = field(default_factory=list)
     kept: list[int] = field(default_factory=list)
 
+    def _repr_html_(self) -> str:
+        """The budget as a bar, the exact ledger and the messages, collapsed (notebooks)."""
+        from agentmem.inspector.reprs import context_repr
+
+        return context_repr(self)
+
 
 class _Blocks:
     """The blocks given, one of each kind at most, checked."""

@@ -48,6 +48,7 @@ from agentmem.controller.forgetting import ForgettingPolicy, ForgettingReport
 from agentmem.controller.retrieval import MemoryRetriever, Strategy
 from agentmem.controller.scheduler import ConsolidationQueue, ConsolidationScheduler
 from agentmem.embeddings import Embedder
+from agentmem.inspector.recent import RecentContexts
 from agentmem.llm import ChatModel
 from agentmem.long_term.memory import LongTermMemory
 from agentmem.long_term.store import ScoredRecord
@@ -126,6 +127,15 @@ class MemoryManager:
         )
         """When this session's consolidation runs (threshold, background, one at a time)."""
         self._on_close = list(on_close)
+
+    recent_contexts: RecentContexts | None = None
+    """Where :meth:`build_context` keeps what it built (a service's ring; ``None``: nowhere)."""
+
+    def _repr_html_(self) -> str:
+        """Session, working memory, counts by type, newest memories, forgetting candidates."""
+        from agentmem.inspector.reprs import manager_repr
+
+        return manager_repr(self)
 
     @property
     def user_id(self) -> str:
@@ -408,7 +418,10 @@ class MemoryManager:
             blocks.append(ViewBlock(lambda n: short_term.get_view(max_tokens=n, refresh=False)))
         if include_query and query:
             blocks.append(QueryBlock(query))
-        return assemble_context(blocks, counter=self.token_counter, max_tokens=max_tokens)
+        built = assemble_context(blocks, counter=self.token_counter, max_tokens=max_tokens)
+        if self.recent_contexts is not None:
+            self.recent_contexts.add(self.user_id, self.session_id, query, built)
+        return built
 
     abuild_context = async_twin(build_context)
 

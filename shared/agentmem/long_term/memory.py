@@ -41,6 +41,7 @@ from agentmem.long_term._validate import (
 )
 from agentmem.long_term.ranking import RankingConfig, SearchMode, order_hits
 from agentmem.long_term.records import MemoryRecord, RecordFilter, Scope
+from agentmem.long_term.results import RecallResults
 from agentmem.long_term.store import FusionPlan, MemoryStore, ScoredRecord, SparseVector
 from agentmem.long_term.temporal import date_terms, query_windows
 from agentmem.sparse import Bm25Encoder, SparseEncoder
@@ -172,6 +173,12 @@ class LongTermMemory:
         except BaseException:
             lease.release()
             raise
+
+    def _repr_html_(self) -> str:
+        """Counts by type, the newest memories and the forgetting candidates (notebooks)."""
+        from agentmem.inspector.reprs import long_term_repr
+
+        return long_term_repr(self)
 
     def close(self) -> None:
         """Close the store, or release this memory's share of a shared one (idempotent)."""
@@ -360,7 +367,7 @@ class LongTermMemory:
             results = self.ranking.finish(hits, vectors, top_k, explain=explain)
         if touch and results:
             yield from self._record_access(results)
-        return results
+        return RecallResults(results)
 
     aretrieve_memories = async_twin(retrieve_memories)
 

@@ -300,6 +300,8 @@ class RecordFilter(BaseModel):
         concepts: Keep semantic memories about these concepts.
         related_to: Keep memories with a relation to one of these concepts.
         ids: Keep these ids only.
+        superseded_by: Keep the memories these ids superseded (the earlier versions of a
+            memory; combine with ``include_history=True``).
         pinned: Keep only pinned (True) or only unpinned (False) memories.
         metadata: Exact-match conditions on ``metadata.<key>`` payload fields.
     """
@@ -315,6 +317,7 @@ class RecordFilter(BaseModel):
     concepts: tuple[str, ...] = ()
     related_to: tuple[str, ...] = ()
     ids: tuple[str, ...] = ()
+    superseded_by: tuple[str, ...] = ()
     pinned: bool | None = None
     metadata: dict[str, str | int | bool] = Field(default_factory=dict)
 
@@ -331,7 +334,7 @@ class RecordFilter(BaseModel):
     def _timestamps(cls, value: datetime | None) -> datetime | None:
         return _aware(value)
 
-    @field_validator("ids")
+    @field_validator("ids", "superseded_by")
     @classmethod
     def _uuids(cls, value: Sequence[str]) -> tuple[str, ...]:
         out = []

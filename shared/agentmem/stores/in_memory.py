@@ -173,6 +173,11 @@ class InMemoryMemoryStore(QdrantStoreBase):
     def _count(self, conds: tuple[qc.Condition, ...]) -> Program[int]:
         return len((yield from blocking(self._matching, conds)))
 
+    def _facet(self, key: str, conds: tuple[qc.Condition, ...], limit: int) -> Program[list[str]]:
+        ids = yield from blocking(self._matching, conds)
+        values = {str(self._points[i].payload[key]) for i in ids if key in self._points[i].payload}
+        return sorted(values)[:limit]
+
     # -- search, pages ------------------------------------------------------------------
 
     def _hit(self, point_id: str, score: float, payload: bool = True) -> qc.Hit:

@@ -205,6 +205,12 @@ class WorkingMemory:
     def __repr__(self) -> str:
         return f"WorkingMemory(session_id={self._session_id!r})"
 
+    def _repr_html_(self) -> str:
+        """Variables, tasks, hypotheses and scratchpad as HTML (notebooks)."""
+        from agentmem.inspector.reprs import working_repr
+
+        return working_repr(self)
+
     @property
     def session_id(self) -> str:
         """The session this working memory belongs to."""

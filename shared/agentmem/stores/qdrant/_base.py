@@ -121,6 +121,11 @@ class QdrantStoreBase(ClosesOnExit):
         """How many points match ``conds`` (exactly)."""
         raise NotImplementedError
 
+    def _facet(self, key: str, conds: tuple[qc.Condition, ...], limit: int) -> Program[list[str]]:
+        """The distinct values of the keyword ``key`` among the points matching ``conds``
+        (at most ``limit``)."""
+        raise NotImplementedError
+
     def _write_points(self, points: list[qc.PointData]) -> Program[None]:
         """Insert or replace these points."""
         raise NotImplementedError
@@ -424,6 +429,14 @@ class QdrantStoreBase(ClosesOnExit):
         if same == len(page) and last == value:
             same += skip
         return records, qc.encode_cursor(order_by, last, same)
+
+    @_operation
+    def user_ids(self, space: str = "memories", limit: int = 100_000) -> Program[list[str]]:
+        """The ids of the users with records in ``space`` (at most ``limit``), sorted: read
+        from the tenant index (a facet), not from the records. For tools that list users
+        (the inspector); every other operation stays inside one scope."""
+        where = (qc.Match(qc.SPACE_FIELD, (space,)),)
+        return sorted((yield from self._facet(qc.TENANT_FIELD, where, limit)))
 
     @_operation
     def count(self, scope: Scope, *, filter: RecordFilter | None = None) -> Program[int]:

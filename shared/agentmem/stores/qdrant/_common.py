@@ -398,6 +398,11 @@ def build_conditions(scope: Scope, flt: RecordFilter | None) -> tuple[Condition,
         )
     if flt.ids:
         conds.append(HasIds(flt.ids))
+    if flt.superseded_by:
+        # A superseded memory has ended: the indexed is_current narrows the points whose
+        # (unindexed) superseded_by is checked to the scope's history.
+        conds.append(Match("is_current", (False,)))
+        conds.append(Match("superseded_by", flt.superseded_by))
     if flt.pinned is not None:
         conds.append(Match("pinned", (flt.pinned,)))
     for key, value in flt.metadata.items():

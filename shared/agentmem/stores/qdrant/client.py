@@ -307,6 +307,14 @@ class QdrantClientStore(QdrantStoreBase):
         res = yield from call(c.count, ac.count, self._collection, count_filter=flt, exact=True)
         return int(res.count)
 
+    def _facet(self, key: str, conds: tuple[qc.Condition, ...], limit: int) -> Program[list[str]]:
+        c, ac = self._client, self._aclient
+        flt = _filter(conds)
+        res = yield from call(
+            c.facet, ac.facet, self._collection, key, facet_filter=flt, limit=limit, exact=True
+        )
+        return [str(hit.value) for hit in res.hits]
+
 
 class _NoAsyncClient:
     def __getattr__(self, name: str) -> Any:

@@ -503,6 +503,11 @@ class QdrantEdgeStore(QdrantStoreBase):
         request = qe.CountRequest(exact=True, filter=_filter(conds))
         return int((yield from blocking(self._shard.count, request)))
 
+    def _facet(self, key: str, conds: tuple[qc.Condition, ...], limit: int) -> Program[list[str]]:
+        request = qe.FacetRequest(key, limit=limit, exact=True, filter=_filter(conds))
+        found = yield from blocking(self._shard.facet, request)
+        return [str(hit.value) for hit in found.hits]
+
 
 def _hits(points: list[qe.ScoredPoint]) -> list[qc.Hit]:
     return [qc.Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in points]
