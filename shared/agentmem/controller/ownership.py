@@ -128,6 +128,10 @@ class SessionOwner:
         """Whether ``who`` may use the session."""
         return who == self.owner or who in self.members
 
+    def users(self) -> set[str]:
+        """The user ids of the owner and the members (whatever their agents)."""
+        return {self.owner[0], *(user for user, _ in self.members)}
+
     def to_json(self) -> dict[str, Any]:
         """The record as stored."""
         return {

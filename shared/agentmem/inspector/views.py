@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from agentmem.controller.consolidation import CONSOLIDATION_STATE_KEY
+from agentmem.controller.ownership import SessionOwner, legacy_watermark_key, watermark_key
 from agentmem.long_term.records import MemoryRecord, RecordFilter
 
 if TYPE_CHECKING:
@@ -38,19 +38,21 @@ def sessions_of_user(service: MemoryService, user_id: str) -> list[str]:
     """The sessions of ``user_id``, sorted: the one place the inspector decides whose a
     session is.
 
-    Session stores record no owner yet, so a session counts as the user's when the user's
-    consolidation state is in it (the watermark every consolidation of the user in that
-    session writes, key ``consolidation:<user>:-``) or when the service built a context
-    for the user in it (the recent-contexts ring). Sessions of the user that never
-    consolidated and built no context since the service started are not listed; sessions
-    consolidated under an ``agent_id`` neither. A session several users share (a group
-    chat) is listed for each of them, with all its messages. When the stores record
-    session owners, this function asks them instead.
+    A session is the user's when its ownership record names the user as its owner or as a
+    member it was shared with (under any agent; see :mod:`agentmem.controller.ownership`).
+    A session of an earlier version that nobody has claimed yet counts when it holds the
+    user's consolidation watermark, as the ownership rule for such sessions says.
     """
     store = service.sessions
-    key = f"{CONSOLIDATION_STATE_KEY}:{user_id}:-"
-    found = {s for s in store.sessions() if store.get_state(s, key) is not None}
-    found |= {entry.session_id for entry in service.recent_contexts.of_user(user_id)}
+    marks = {watermark_key((user_id, None)), legacy_watermark_key((user_id, None))}
+    found = []
+    for session in store.sessions():
+        record = store.get_owner(session)
+        if record is None:
+            if marks & set(store.state_keys(session)):
+                found.append(session)
+        elif user_id in SessionOwner.from_json(record).users():
+            found.append(session)
     return sorted(found)
 
 
