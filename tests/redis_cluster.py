@@ -99,9 +99,9 @@ class RedisCluster:
             for i in range(6):
                 nodes.append(RedisServer.start(directory / f"node-{i}", extra_args=options))
             addresses = [f"127.0.0.1:{node.port}" for node in nodes]
+            create = [cli, "--cluster", "create", *addresses]
             done = subprocess.run(
-                [cli, "--cluster", "create", *addresses, "--cluster-replicas", "1"]
-                + ["--cluster-yes"],
+                [*create, "--cluster-replicas", "1", "--cluster-yes"],
                 capture_output=True,
                 text=True,
                 timeout=_FORM_TIMEOUT,
