@@ -40,6 +40,7 @@ import redis.cluster
 import redis.connection
 from redis.backoff import AbstractBackoff
 from redis.exceptions import (
+    AskError,
     ClusterDownError,
     RedisClusterException,
     SlotNotCoveredError,
@@ -249,6 +250,11 @@ def store_errors(
         ) from exc
     except (redis.RedisError, RedisClusterException) as exc:
         msg = f"Redis at {where} failed while {action}: {exc}"
+        if isinstance(exc, AskError):  # MOVED or ASK: a cluster node, reached as one server
+            msg += (
+                ". The server is a node of a Redis Cluster: name it with "
+                "redis+cluster://host:port (or add ?cluster=true to the URL)"
+            )
         raise StoreError(msg) from exc
     finally:
         _CALL.reset(token)
