@@ -246,7 +246,9 @@ class RedisSessionStore:
                 socket read/write timeout. Default 5.
             deadline: Seconds one call may take, retries included; at least ``timeout``.
                 Default ``None``: twice ``timeout``.
-            retries: At most this many retries of one failed step. Default 10.
+            retries: At most this many retries of one failed step. Default 10. (On a
+                cluster, a failed command is retried until the deadline however many
+                tries that takes: a failover is a run of quick refusals.)
 
         Returns:
             A store that owns both clients: :meth:`close` closes the sync one, :meth:`aclose`
