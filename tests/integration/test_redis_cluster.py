@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 import redis
+import redis.asyncio.cluster
+import redis.cluster
 
 from agentmem import MemoryService
 from agentmem.backends import REDIS_URL_ENV
@@ -81,6 +83,36 @@ async def test_async_calls_reach_the_cluster(redis_cluster: RedisCluster) -> Non
         assert [m.message.content for m in store.read("s3")] == ["s3"]
     finally:
         await store.aclose()
+
+
+async def test_cluster_clients_passed_in_serve_every_operation(
+    redis_cluster: RedisCluster,
+) -> None:
+    port = redis_cluster.nodes[2].port
+    client = redis.cluster.RedisCluster(host="127.0.0.1", port=port)
+    async_client = redis.asyncio.cluster.RedisCluster(host="127.0.0.1", port=port)
+    store = RedisSessionStore(
+        client, async_client=async_client, prefix=f"in-{uuid.uuid4().hex[:8]}"
+    )
+    try:
+        hi = Message(role="user", content="hi")
+        assert store.append("s1", [hi]) == [1]
+        assert await store.aappend("s1", [hi, Message(role="assistant", content="ok")]) == [1, 2]
+        await store.aset_state("s2", "summary", {"text": "x"})
+        assert store.state_keys("s2") == ["summary"]
+        record = {"user_id": "alice"}
+        assert await store.aclaim_owner("s1", record) == record
+        assert store.claim_owner("s1", {"user_id": "bob"}) == record
+        assert store.sessions() == ["s1", "s2"]
+        store.clear("s1")
+        assert await store.asessions() == ["s2"]
+        assert store.get_owner("s1") == record  # the owner survives clear()
+        assert store.last_seq("s1") == 0
+        assert store.append("s1", [Message(role="user", content="again")]) == [3]
+    finally:
+        await store.aclose()
+        client.close()
+        await async_client.aclose()
 
 
 def test_a_cluster_node_named_as_one_server_says_to_use_a_cluster_url(
