@@ -141,6 +141,7 @@ def test_a_cluster_node_named_as_one_server_says_to_use_a_cluster_url(
         ("redis+cluster://127.0.0.1:7000/2", "only database 0"),
         ("redis://127.0.0.1:7000?cluster=maybe", "cluster='maybe' is not a boolean"),
         ("redis+cluster://127.0.0.1:notaport", "not a usable Redis URL"),
+        ("unix:///tmp/redis.sock?cluster=true", "reached over TCP"),
     ],
 )
 def test_unusable_cluster_urls_are_refused(url: str, says: str) -> None:

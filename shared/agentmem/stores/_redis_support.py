@@ -110,7 +110,8 @@ def cluster_url(url: str) -> tuple[str, bool]:
     the URL returned.
 
     Raises:
-        ValueError: ``cluster=`` is not a boolean.
+        ValueError: ``cluster=`` is not a boolean, or a cluster is named by another scheme
+            (``unix://``).
 
     Example:
         >>> cluster_url("redis+cluster://10.0.0.1:7000")
@@ -131,6 +132,12 @@ def cluster_url(url: str) -> tuple[str, bool]:
         elif value.lower() not in _FALSE:
             msg = f"cluster={value!r} is not a boolean (use cluster=true or cluster=false)"
             raise ValueError(msg)
+    if cluster and scheme not in (*_CLUSTER_SCHEMES, *_CLUSTER_SCHEMES.values()):
+        msg = (
+            "a Redis Cluster is reached over TCP: redis+cluster://host:port (or "
+            "rediss+cluster:// for TLS)"
+        )
+        raise ValueError(msg)
     if scheme not in _CLUSTER_SCHEMES and len(kept) == len(query):
         return url, cluster  # nothing to rewrite
     rewritten = parts._replace(

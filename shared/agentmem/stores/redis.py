@@ -256,6 +256,8 @@ class RedisSessionStore:
 
         Raises:
             ConfigurationError: The URL is not a Redis URL, or an option is out of range.
+            StoreUnavailableError: For a cluster only, which ``from_url`` asks for its slot
+                map: no node named by the URL answered within ``timeout``.
 
         Example:
             >>> store = RedisSessionStore.from_url("redis://localhost:6379/0")  # doctest: +SKIP
@@ -271,7 +273,7 @@ class RedisSessionStore:
             msg = f"retries must be an integer >= 0, got {retries!r}"
             raise ConfigurationError(msg)
         try:
-            url, cluster = cluster_url(url)
+            plain_url, cluster = cluster_url(url)
         except ValueError as exc:
             msg = f"not a usable Redis URL {url!r}: {exc}"
             raise ConfigurationError(msg) from exc
@@ -280,7 +282,7 @@ class RedisSessionStore:
         bounds = {"attempt_time": timeout, "budget": deadline}
         if cluster:
             return cls._from_cluster_url(
-                url, prefix, session_ttl, timeout, deadline, backoff, bounds
+                url, plain_url, prefix, session_ttl, timeout, deadline, backoff, bounds
             )
         options: dict[str, Any] = {
             "retry_on_error": errors,
@@ -309,6 +311,7 @@ class RedisSessionStore:
     @classmethod
     def _from_cluster_url(
         cls,
+        given: str,
         url: str,
         prefix: str,
         session_ttl: float | None,
@@ -319,17 +322,19 @@ class RedisSessionStore:
     ) -> RedisSessionStore:
         """``from_url`` for a Redis Cluster: redis-py's cluster clients, which try each
         command once (following MOVED/ASK and refreshing the slot map on errors), inside a
-        retry loop bounded by the call's deadline alone."""
+        retry loop bounded by the call's deadline alone. ``given`` is the caller's URL (for
+        messages), ``url`` the one redis-py reads."""
         options: dict[str, Any] = {"socket_timeout": timeout, "socket_connect_timeout": timeout}
-        where = f"Redis Cluster at {url!r}"
         try:
-            db = redis.connection.parse_url(url).get("db", 0)  # type: ignore[no-untyped-call]
+            parsed = redis.connection.parse_url(url)  # type: ignore[no-untyped-call]
         except ValueError as exc:
-            msg = f"not a usable Redis URL {url!r}: {exc}; expected redis+cluster://host:port"
+            msg = f"not a usable Redis URL {given!r}: {exc}; expected redis+cluster://host:port"
             raise ConfigurationError(msg) from exc
-        if db not in (0, None):
-            msg = f"not a usable Redis URL {url!r}: a cluster has only database 0"
+        if parsed.get("db", 0) not in (0, None):
+            msg = f"not a usable Redis URL {given!r}: a cluster has only database 0"
             raise ConfigurationError(msg)
+        # Only the node's address in the message: the URL may hold a password.
+        where = f"Redis Cluster at {parsed.get('host', 'localhost')}:{parsed.get('port', 6379)}"
         try:
             async_client = redis.asyncio.cluster.RedisCluster.from_url(
                 url, retry=redis.asyncio.retry.Retry(NoBackoff(), 0), **options
@@ -339,7 +344,7 @@ class RedisSessionStore:
                 url, retry=Retry(NoBackoff(), 0), **options
             )
         except ValueError as exc:
-            msg = f"not a usable Redis URL {url!r}: {exc}; expected redis+cluster://host:port"
+            msg = f"not a usable Redis URL {given!r}: {exc}; expected redis+cluster://host:port"
             raise ConfigurationError(msg) from exc
         except (redis.RedisError, RedisClusterException) as exc:  # UNAVAILABLE and the rest
             msg = (
