@@ -1,4 +1,5 @@
-"""Session-wide fixtures for real services: one ``redis-server`` on a free loopback port.
+"""Session-wide fixtures for real services: one ``redis-server`` on a free loopback port, and
+one Redis Cluster (six ``redis-server`` nodes: 3 masters, 3 replicas) started on first use.
 
 Tests that use these fixtures should be marked ``pytest.mark.integration``.
 
@@ -23,9 +24,10 @@ from typing import Any
 
 import pytest
 
+from tests.redis_cluster import RedisCluster, cluster_available
 from tests.redis_server import RedisServer, find_redis_server
 
-__all__ = ["redis_server", "redis_url"]
+__all__ = ["redis_cluster", "redis_cluster_url", "redis_server", "redis_url"]
 
 _ROOT = Path(__file__).resolve().parents[1]
 _MEMORY_TMP = Path("/dev/shm")
@@ -84,6 +86,30 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
 def redis_url(redis_server: RedisServer) -> str:
     """URL of the session's ``redis-server`` (``redis://127.0.0.1:<port>/0``)."""
     return redis_server.url
+
+
+@pytest.fixture(scope="session")
+def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisCluster]:
+    """A local Redis Cluster for the whole test session (3 masters with one replica each, on
+    loopback, ``cluster-node-timeout`` 1 s), stopped at the end. Skips when ``redis-server``
+    or ``redis-cli`` is not installed.
+
+    Tests must leave it as they found it: a test that kills nodes starts its own cluster.
+    """
+    missing = cluster_available()
+    if missing is not None:
+        pytest.skip(f"no Redis Cluster: {missing}; .ci/test installs both")
+    cluster = RedisCluster.start(tmp_path_factory.mktemp("redis-cluster"))
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster_url(redis_cluster: RedisCluster) -> str:
+    """URL of the session's Redis Cluster (``redis+cluster://127.0.0.1:<port>``)."""
+    return redis_cluster.url
 
 
 _MODULE_SCOPED = re.compile(r"""scope=["']module["']""")

@@ -19,12 +19,13 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 
 import redis
 
-__all__ = ["RedisServer", "RedisServerError", "find_redis_server"]
+__all__ = ["RedisServer", "RedisServerError", "find_redis_server", "free_port"]
 
 _START_TIMEOUT = 15.0
 
@@ -38,7 +39,8 @@ def find_redis_server() -> str | None:
     return shutil.which("redis-server")
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -54,12 +56,19 @@ class RedisServer:
     """
 
     def __init__(
-        self, directory: Path, port: int, executable: str, *, appendfsync: str = "always"
+        self,
+        directory: Path,
+        port: int,
+        executable: str,
+        *,
+        appendfsync: str = "always",
+        extra_args: Sequence[str] = (),
     ) -> None:
         self.directory = directory
         self.port = port
         self._executable = executable
         self._appendfsync = appendfsync
+        self._extra_args = tuple(extra_args)
         self._process: subprocess.Popen[bytes] | None = None
         self._paused = False
 
@@ -69,13 +78,19 @@ class RedisServer:
 
     @classmethod
     def start(
-        cls, directory: Path, *, executable: str | None = None, appendfsync: str = "always"
+        cls,
+        directory: Path,
+        *,
+        executable: str | None = None,
+        appendfsync: str = "always",
+        extra_args: Sequence[str] | Callable[[int], Sequence[str]] = (),
     ) -> RedisServer:
         """Start a server in ``directory`` on a free port and wait until it answers PING.
 
         ``appendfsync`` is Redis' AOF policy: ``always`` (fsync before each reply, the
         default here) or ``everysec`` (what Redis ships with; a crash of the machine may
-        lose the last second).
+        lose the last second). ``extra_args`` go to ``redis-server`` after the others (a
+        function of the chosen port gives them when they depend on it).
         """
         exe = executable or find_redis_server()
         if exe is None:
@@ -84,7 +99,9 @@ class RedisServer:
         directory.mkdir(parents=True, exist_ok=True)
         last: Exception | None = None
         for _ in range(5):  # another process may grab the free port between probe and bind
-            server = cls(directory, _free_port(), exe, appendfsync=appendfsync)
+            port = free_port()
+            extra = extra_args(port) if callable(extra_args) else extra_args
+            server = cls(directory, port, exe, appendfsync=appendfsync, extra_args=extra)
             try:
                 server._spawn()
             except RedisServerError as exc:
@@ -106,6 +123,7 @@ class RedisServer:
             "--appendfsync", self._appendfsync,
             "--daemonize", "no",
             "--logfile", "redis.log",
+            *self._extra_args,
         ]  # fmt: skip
         self._process = subprocess.Popen(
             args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL

@@ -182,7 +182,9 @@ class MemoryService:
                 ``":memory:"`` is qdrant-client's local mode (tests).
             qdrant_api_key: API key for ``qdrant_url`` (or ``AGENTMEM_QDRANT_API_KEY``).
             collection: Qdrant collection (server mode).
-            redis_url: Redis URL (or ``AGENTMEM_REDIS_URL``) instead of SQLite.
+            redis_url: Redis URL (or ``AGENTMEM_REDIS_URL``) instead of SQLite;
+                ``redis+cluster://host:port`` names a Redis Cluster (see
+                :meth:`~agentmem.stores.redis.RedisSessionStore.from_url`).
 
         Raises:
             StoreLockedError: Another process holds the embedded stores of ``home``.

@@ -36,7 +36,7 @@ __all__ = [
     "unwrap",
 ]
 
-BACKENDS = ("memory", "sqlite", "redis")
+BACKENDS = ("memory", "sqlite", "redis", "redis-cluster")
 MODES = ("sync", "async")
 
 
@@ -66,7 +66,8 @@ def open_redis_store(url: str, prefix: str) -> SessionStore:
 class StoreSpec:
     """Where a backend's data lives, so another handle (or process) can open the same store.
 
-    ``target`` is the SQLite path or the Redis URL; ``prefix`` the Redis key prefix;
+    ``target`` is the SQLite path or the Redis URL (``redis+cluster://...`` for a cluster);
+    ``prefix`` the Redis key prefix;
     ``mode`` how :meth:`open`'s store is called (``"sync"`` or ``"async"``, see the module).
     """
 
@@ -89,7 +90,7 @@ class StoreSpec:
             return InMemorySessionStore()
         if self.backend == "sqlite":
             return SQLiteSessionStore(self.target)
-        if self.backend == "redis":
+        if self.backend in ("redis", "redis-cluster"):  # the target URL tells them apart
             return open_redis_store(self.target, self.prefix)
         msg = f"unknown backend {self.backend!r}"
         raise ValueError(msg)

@@ -2,13 +2,15 @@
 
 * ``mode``: how the test's calls reach the store (param: sync, async): ``store.append(...)``
   itself, or ``await store.aappend(...)`` on a background event loop (see ``_backends``);
-* ``store_spec``: where the backend keeps its data (param: memory, sqlite, redis), and the mode;
+* ``store_spec``: where the backend keeps its data (param: memory, sqlite, redis,
+  redis-cluster: a local Redis Cluster of 3 masters with replicas), and the mode;
 * ``session_store``: an open store on that spec, called in that mode, closed after the test;
 * ``store_factory``: the spec, for tests that open a second handle or a child process
   (skips for ``memory``, whose data lives in one object).
 
-The ``redis`` param skips while ``agentmem.stores.redis`` or the ``redis_url`` fixture
-(``tests/conftest.py``) is missing.
+The ``redis`` and ``redis-cluster`` params skip while ``agentmem.stores.redis`` or the
+``redis_url`` / ``redis_cluster_url`` fixture (``tests/conftest.py``) is missing, and when
+``redis-server`` (or, for the cluster, ``redis-cli``) is not installed.
 """
 
 from __future__ import annotations
@@ -30,20 +32,27 @@ def mode(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+_REDIS_URL_FIXTURES = {"redis": "redis_url", "redis-cluster": "redis_cluster_url"}
+
+
 @pytest.fixture(
-    params=[pytest.param(b, marks=pytest.mark.integration) if b == "redis" else b for b in BACKENDS]
+    params=[
+        pytest.param(b, marks=pytest.mark.integration) if b in _REDIS_URL_FIXTURES else b
+        for b in BACKENDS
+    ]
 )
 def store_spec(request: pytest.FixtureRequest, tmp_path: Path, mode: str) -> StoreSpec:
     backend: str = request.param
     if backend == "sqlite":
         return StoreSpec("sqlite", str(tmp_path / "sessions.db"), mode=mode)
-    if backend == "redis":
+    if backend in _REDIS_URL_FIXTURES:
         pytest.importorskip("agentmem.stores.redis")
+        fixture = _REDIS_URL_FIXTURES[backend]
         try:
-            url = request.getfixturevalue("redis_url")
+            url = request.getfixturevalue(fixture)
         except pytest.FixtureLookupError:
-            pytest.skip("no redis_url fixture (tests/conftest.py) yet")
-        return StoreSpec("redis", str(url), prefix=f"conf-{uuid.uuid4().hex[:12]}", mode=mode)
+            pytest.skip(f"no {fixture} fixture (tests/conftest.py) yet")
+        return StoreSpec(backend, str(url), prefix=f"conf-{uuid.uuid4().hex[:12]}", mode=mode)
     return StoreSpec(backend, mode=mode)
 
 

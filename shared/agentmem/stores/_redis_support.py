@@ -2,7 +2,9 @@
 
 Every key of one session carries the session id as a Redis Cluster hash tag,
 ``{prefix}:{<session_id>}:<part>``, so the scripts below touch a single slot and run
-atomically on a cluster node as well as on a single server.
+atomically on a cluster node as well as on a single server. The one key outside a
+session's slot, the session index, is only ever written in its own command (pipelined next
+to a script, which a cluster pipeline sends to each key's node), never in a script.
 
 **Bounded calls.** :func:`store_errors` wraps each store call in a *call context* (a context
 variable, so it follows the call into redis-py in the same thread or asyncio task). It holds
@@ -22,6 +24,7 @@ import json
 import logging
 import math
 import time
+import urllib.parse
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -30,10 +33,19 @@ from typing import Any, NamedTuple, TypeAlias, TypeVar
 
 import redis
 import redis.asyncio
+import redis.asyncio.cluster
 import redis.asyncio.connection
 import redis.asyncio.retry
+import redis.cluster
 import redis.connection
 from redis.backoff import AbstractBackoff
+from redis.exceptions import (
+    AskError,
+    ClusterDownError,
+    RedisClusterException,
+    SlotNotCoveredError,
+    TryAgainError,
+)
 from redis.retry import Retry
 
 from agentmem._sansio import Program, Request, adrive, call, drive
@@ -45,12 +57,14 @@ __all__ = [
     "APPEND",
     "OWNER",
     "STATE",
+    "UNAVAILABLE",
     "AsyncDeadlineRetry",
     "DeadlineRetry",
     "LuaScript",
     "Op",
     "SessionKeys",
     "address",
+    "cluster_url",
     "parse_messages",
     "parse_state",
     "pipelined",
@@ -64,13 +78,80 @@ logger = logging.getLogger("agentmem.stores.redis")
 T = TypeVar("T")
 
 
-#: A sync or asyncio client, or a pipeline of either.
-Client: TypeAlias = "redis.Redis | redis.asyncio.Redis"
+#: A sync or asyncio client, of one server or of a cluster.
+Client: TypeAlias = (
+    "redis.Redis | redis.asyncio.Redis | redis.cluster.RedisCluster"
+    " | redis.asyncio.cluster.RedisCluster"
+)
 
-#: Issues Redis command(s) on the client it is given, and returns the reply (an awaitable of
-#: it on an asyncio client). The store's programs describe their commands as ops, so one op
-#: serves the sync and the async face.
-Op: TypeAlias = Callable[[Client], Any]
+#: The errors that mean "Redis cannot serve this now" (rather than "Redis refused it"): the
+#: network, a timeout, and a cluster in failover (CLUSTERDOWN, TRYAGAIN, a slot nobody
+#: serves yet). Retried until the call's deadline, then raised as StoreUnavailableError.
+UNAVAILABLE: tuple[type[Exception], ...] = (
+    redis.ConnectionError,
+    redis.TimeoutError,
+    ClusterDownError,
+    TryAgainError,
+    SlotNotCoveredError,
+)
+
+_CLUSTER_SCHEMES = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
+_TRUE = {"true", "yes", "1", "on"}
+_FALSE = {"false", "no", "0", "off"}
+
+
+def cluster_url(url: str) -> tuple[str, bool]:
+    """Split a URL into the URL redis-py reads and whether it names a Redis Cluster.
+
+    A cluster is named by the scheme ``redis+cluster://`` (``rediss+cluster://`` for TLS)
+    or by the query flag ``cluster=true`` on a ``redis://``/``rediss://`` URL (the forms
+    other Redis clients read, e.g. go-redis and ``redis-url-py``); redis-py itself has no
+    URL form for it and picks ``RedisCluster.from_url`` instead. The flag is removed from
+    the URL returned.
+
+    Raises:
+        ValueError: ``cluster=`` is not a boolean, or a cluster is named by another scheme
+            (``unix://``).
+
+    Example:
+        >>> cluster_url("redis+cluster://10.0.0.1:7000")
+        ('redis://10.0.0.1:7000', True)
+        >>> cluster_url("redis://10.0.0.1:7000/0?cluster=true")
+        ('redis://10.0.0.1:7000/0', True)
+    """
+    parts = urllib.parse.urlsplit(url)
+    scheme = parts.scheme.lower()
+    cluster = scheme in _CLUSTER_SCHEMES
+    query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+    kept = []
+    for name, value in query:
+        if name != "cluster":
+            kept.append((name, value))
+        elif value.lower() in _TRUE:
+            cluster = True
+        elif value.lower() not in _FALSE:
+            msg = f"cluster={value!r} is not a boolean (use cluster=true or cluster=false)"
+            raise ValueError(msg)
+    if cluster and scheme not in (*_CLUSTER_SCHEMES, *_CLUSTER_SCHEMES.values()):
+        msg = (
+            "a Redis Cluster is reached over TCP: redis+cluster://host:port (or "
+            "rediss+cluster:// for TLS)"
+        )
+        raise ValueError(msg)
+    if scheme not in _CLUSTER_SCHEMES and len(kept) == len(query):
+        return url, cluster  # nothing to rewrite
+    rewritten = parts._replace(
+        scheme=_CLUSTER_SCHEMES.get(scheme, parts.scheme),
+        query=urllib.parse.urlencode(kept),
+    )
+    return urllib.parse.urlunsplit(rewritten), cluster
+
+
+#: Issues Redis command(s) on the client (or pipeline) it is given, and returns the reply (an
+#: awaitable of it on an asyncio client). The store's programs describe their commands as
+#: ops, so one op serves the sync and the async face. (``Any``: redis-py's cluster pipelines
+#: share the commands of its clients but not their type.)
+Op: TypeAlias = Callable[[Any], Any]
 
 
 def pipelined(*ops: Op) -> Op:
@@ -100,8 +181,13 @@ def parse_state(raw: bytes | str | None) -> dict[str, Any] | None:
     return None if raw is None else dict(json.loads(raw))
 
 
-def address(client: redis.Redis | redis.asyncio.Redis) -> str:
+def address(client: Client) -> str:
     """Where ``client`` connects, for error messages."""
+    if isinstance(client, (redis.cluster.RedisCluster, redis.asyncio.cluster.RedisCluster)):
+        node = client.get_default_node()  # None until an asyncio client first connects
+        if node is None:
+            return "cluster"
+        return f"cluster {node.host}:{node.port}"
     kwargs = client.get_connection_kwargs()
     if "path" in kwargs:
         return f"unix:{kwargs['path']}"
@@ -160,7 +246,7 @@ def store_errors(
     token = _CALL.set(call)
     try:
         yield
-    except (redis.ConnectionError, redis.TimeoutError) as exc:
+    except UNAVAILABLE as exc:
         took = time.monotonic() - started
         outcome: StoreOutcome = "not_applied"
         if retry_advice is not None and (call.sent or not tracks_sends):
@@ -169,8 +255,13 @@ def store_errors(
             _unavailable_message(where, action, exc, took, outcome, call.sent, retry_advice),
             outcome=outcome,
         ) from exc
-    except redis.RedisError as exc:
+    except (redis.RedisError, RedisClusterException) as exc:
         msg = f"Redis at {where} failed while {action}: {exc}"
+        if isinstance(exc, AskError):  # MOVED or ASK: a cluster node, reached as one server
+            msg += (
+                ". The server is a node of a Redis Cluster: name it with "
+                "redis+cluster://host:port (or add ?cluster=true to the URL)"
+            )
         raise StoreError(msg) from exc
     finally:
         _CALL.reset(token)
@@ -186,6 +277,8 @@ def _unavailable_message(
     retry_advice: str | None,
 ) -> str:
     what = "timed out" if isinstance(exc, redis.TimeoutError) else "failed"
+    if isinstance(exc, (ClusterDownError, TryAgainError, SlotNotCoveredError)):
+        what = "failed (the cluster was failing over or resharding)"
     head = (
         f"Redis at {where} is unavailable: {action} {what} after {took:.1f} s, "
         f"retries included ({type(exc).__name__}: {exc}). "
@@ -204,8 +297,8 @@ def _unavailable_message(
     why = (
         "the request was sent but no reply came back"
         if sent
-        else "a store given its clients (rather than built by from_url) cannot tell "
-        "whether the request was sent"
+        else "this store cannot tell whether the request was sent (it was given its "
+        "clients rather than built by from_url, or it talks to a cluster)"
     )
     return (
         head + f"The write may or may not have been applied (outcome 'unknown'): {why}. "
@@ -340,12 +433,12 @@ class AsyncDeadlineRetry(redis.asyncio.retry.Retry):
         self,
         backoff: AbstractBackoff,
         retries: int,
-        supported_errors: tuple[type[redis.RedisError], ...],
+        supported_errors: tuple[type[Exception], ...],
         *,
         attempt_time: float,
         budget: float | None,
     ) -> None:
-        super().__init__(backoff, retries, supported_errors)
+        super().__init__(backoff, retries, supported_errors)  # type: ignore[arg-type]
         self.attempt_time, self.budget = attempt_time, budget
 
     async def call_with_retry(
@@ -424,6 +517,25 @@ class _AsyncSendTracking(redis.asyncio.connection.AbstractConnection):
 _TRACKING_CLASSES: dict[type, type] = {}
 
 
+def _tracking_class(base: type) -> type | None:
+    """``base`` (a redis-py connection class) with send tracking, or ``None`` for a class
+    it does not know."""
+    if issubclass(base, (_SendTracking, _AsyncSendTracking)):
+        return base
+    mixin: type
+    if issubclass(base, redis.asyncio.connection.AbstractConnection):
+        mixin = _AsyncSendTracking
+    elif issubclass(base, redis.connection.AbstractConnection):
+        mixin = _SendTracking
+    else:
+        return None
+    tracked = _TRACKING_CLASSES.get(base)
+    if tracked is None:
+        tracked = type(f"SendTracking{base.__name__}", (mixin, base), {"__module__": __name__})
+        _TRACKING_CLASSES[base] = tracked
+    return tracked
+
+
 def track_sends(client: redis.Redis | redis.asyncio.Redis) -> bool:
     """Make the connections ``client`` opens from now on report sends to the call context.
 
@@ -432,20 +544,9 @@ def track_sends(client: redis.Redis | redis.asyncio.Redis) -> bool:
     ``False`` (and changes nothing) for a connection class it does not know.
     """
     pool = client.connection_pool
-    base: type = pool.connection_class
-    if issubclass(base, (_SendTracking, _AsyncSendTracking)):
-        return True
-    mixin: type
-    if issubclass(base, redis.asyncio.connection.AbstractConnection):
-        mixin = _AsyncSendTracking
-    elif issubclass(base, redis.connection.AbstractConnection):
-        mixin = _SendTracking
-    else:
-        return False
-    tracked = _TRACKING_CLASSES.get(base)
+    tracked = _tracking_class(pool.connection_class)
     if tracked is None:
-        tracked = type(f"SendTracking{base.__name__}", (mixin, base), {"__module__": __name__})
-        _TRACKING_CLASSES[base] = tracked
+        return False
     pool.connection_class = tracked
     return True
 

@@ -14,6 +14,17 @@ session's keys land in one Redis Cluster slot and every multi-key operation stay
 * ``{prefix}:sessions`` - sorted set of session ids (score = expiry time, ``+inf`` without
   TTL), the index behind :meth:`RedisSessionStore.sessions` (no ``KEYS`` scans).
 
+**Redis Cluster.** ``redis+cluster://host:port`` (or ``redis://host:port?cluster=true``)
+makes :meth:`RedisSessionStore.from_url` build ``redis.cluster.RedisCluster`` clients; a
+cluster client can also be passed in. Every script touches the keys of one session, so one
+slot; the session index lives in another slot and is only written by its own commands,
+which a cluster pipeline sends to the node that serves it. A call that meets a failover
+(a node unreachable, ``CLUSTERDOWN``, ``TRYAGAIN``) is retried until its deadline: it
+either succeeds once a replica has taken over or raises
+:class:`~agentmem.errors.StoreUnavailableError`. Replication in Redis Cluster is
+asynchronous, so a master killed in the instant between acknowledging a write and passing
+it to its replica loses that write; Redis documents this, and agentmem does not hide it.
+
 **Atomic appends.** One Lua script increments the counter by the number of new messages and
 adds them to the log in the same step: all or nothing, and no two writers ever get the same
 seq, however many write concurrently.
@@ -55,22 +66,29 @@ from typing import Any
 
 import redis
 import redis.asyncio
-from redis.backoff import ExponentialWithJitterBackoff
-from redis.exceptions import NoScriptError
+import redis.asyncio.cluster
+import redis.asyncio.retry
+import redis.cluster
+import redis.connection
+from redis.backoff import ExponentialWithJitterBackoff, NoBackoff
+from redis.exceptions import NoScriptError, RedisClusterException
+from redis.retry import Retry
 
 from agentmem._async import run_in_executor
 from agentmem._sansio import Program, Request, async_twin, call, twin
-from agentmem.errors import ConfigurationError, StoreClosedError
+from agentmem.errors import ConfigurationError, StoreClosedError, StoreUnavailableError
 from agentmem.stores._redis_support import (
     APPEND,
     OWNER,
     STATE,
+    UNAVAILABLE,
     AsyncDeadlineRetry,
     DeadlineRetry,
     LuaScript,
     Op,
     SessionKeys,
     address,
+    cluster_url,
     parse_messages,
     parse_state,
     pipelined,
@@ -110,9 +128,10 @@ class RedisSessionStore:
     """Session store in Redis (``pip install agentmem[redis]``), sync and native asyncio.
 
     Args:
-        client: A ``redis.Redis`` for the sync methods.
-        async_client: A ``redis.asyncio.Redis`` for the ``a*`` methods. Without it they send
-            their commands with ``client``, from a thread.
+        client: A ``redis.Redis`` (or ``redis.cluster.RedisCluster``) for the sync methods.
+        async_client: A ``redis.asyncio.Redis`` (or ``redis.asyncio.cluster.RedisCluster``)
+            for the ``a*`` methods. Without it they send their commands with ``client``,
+            from a thread.
         prefix: First part of every key; stores with different prefixes share nothing.
         session_ttl: Seconds after its last write at which a session expires (``None``: never).
 
@@ -134,9 +153,9 @@ class RedisSessionStore:
 
     def __init__(
         self,
-        client: redis.Redis | None = None,
+        client: redis.Redis | redis.cluster.RedisCluster | None = None,
         *,
-        async_client: redis.asyncio.Redis | None = None,
+        async_client: redis.asyncio.Redis | redis.asyncio.cluster.RedisCluster | None = None,
         prefix: str = "agentmem",
         session_ttl: float | None = None,
     ) -> None:
@@ -159,7 +178,15 @@ class RedisSessionStore:
         self._session_ttl = session_ttl
         self._index = f"{prefix}:sessions"
         self._where = address(client if client is not None else async_client)  # type: ignore[arg-type]
+        self._cluster = isinstance(
+            client if client is not None else async_client,
+            (redis.cluster.RedisCluster, redis.asyncio.cluster.RedisCluster),
+        )
         self._owns_clients = False
+        # from_url on a cluster: every command is retried (backoff, then the call's deadline)
+        # while the cluster fails over; redis-py's cluster client retries without waiting.
+        self._cluster_retry: DeadlineRetry | None = None
+        self._cluster_aretry: AsyncDeadlineRetry | None = None
         self._tracks_sends = False  # from_url: connections report when a command goes out
         self._deadline: float | None = None  # from_url: seconds one call may take
         self._closed = False
@@ -200,9 +227,18 @@ class RedisSessionStore:
         appends cannot duplicate messages if you retry with the same ``Message`` objects:
         appends are idempotent by message id, automatic retries included.
 
+        On a Redis Cluster the same bounds hold; while a master fails over, each command is
+        retried (the same backoff) until the deadline, so a call either succeeds on the
+        promoted replica or raises :class:`~agentmem.errors.StoreUnavailableError`. Set
+        ``deadline`` above the cluster's failover time (about twice its
+        ``cluster-node-timeout``, plus the election) to ride through failovers. Failed
+        writes on a cluster report ``outcome == "unknown"``.
+
         Args:
             url: ``redis://[[user]:password@]host:port/db``, ``rediss://...`` (TLS) or
-                ``unix:///path/to/redis.sock``.
+                ``unix:///path/to/redis.sock``; for a Redis Cluster,
+                ``redis+cluster://[[user]:password@]host:port`` (``rediss+cluster://``
+                for TLS) or ``redis://host:port?cluster=true``, naming any node of it.
             prefix: First part of every key (see the class).
             session_ttl: Seconds after its last write at which a session expires (see the
                 class).
@@ -210,7 +246,9 @@ class RedisSessionStore:
                 socket read/write timeout. Default 5.
             deadline: Seconds one call may take, retries included; at least ``timeout``.
                 Default ``None``: twice ``timeout``.
-            retries: At most this many retries of one failed step. Default 10.
+            retries: At most this many retries of one failed step. Default 10. (On a
+                cluster, a failed command is retried until the deadline however many
+                tries that takes: a failover is a run of quick refusals.)
 
         Returns:
             A store that owns both clients: :meth:`close` closes the sync one, :meth:`aclose`
@@ -218,20 +256,34 @@ class RedisSessionStore:
 
         Raises:
             ConfigurationError: The URL is not a Redis URL, or an option is out of range.
+            StoreUnavailableError: For a cluster only, which ``from_url`` asks for its slot
+                map: no node named by the URL answered within ``timeout``.
 
         Example:
             >>> store = RedisSessionStore.from_url("redis://localhost:6379/0")  # doctest: +SKIP
             >>> fast = RedisSessionStore.from_url(
             ...     "redis://localhost:6379/0", timeout=0.5, deadline=2.0
             ... )  # doctest: +SKIP
+            >>> on_cluster = RedisSessionStore.from_url(
+            ...     "redis+cluster://10.0.0.1:7000", deadline=20.0
+            ... )  # doctest: +SKIP
         """
         timeout, deadline = _check_timeouts(timeout, deadline)
         if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
             msg = f"retries must be an integer >= 0, got {retries!r}"
             raise ConfigurationError(msg)
+        try:
+            plain_url, cluster = cluster_url(url)
+        except ValueError as exc:
+            msg = f"not a usable Redis URL {url!r}: {exc}"
+            raise ConfigurationError(msg) from exc
         errors: list[type[redis.RedisError]] = [redis.ConnectionError, redis.TimeoutError]
         backoff = ExponentialWithJitterBackoff(base=0.1, cap=1.0)
         bounds = {"attempt_time": timeout, "budget": deadline}
+        if cluster:
+            return cls._from_cluster_url(
+                url, plain_url, prefix, session_ttl, timeout, deadline, backoff, bounds
+            )
         options: dict[str, Any] = {
             "retry_on_error": errors,
             "socket_timeout": timeout,
@@ -256,6 +308,58 @@ class RedisSessionStore:
         store._deadline = deadline
         return store
 
+    @classmethod
+    def _from_cluster_url(
+        cls,
+        given: str,
+        url: str,
+        prefix: str,
+        session_ttl: float | None,
+        timeout: float,
+        deadline: float,
+        backoff: ExponentialWithJitterBackoff,
+        bounds: dict[str, Any],
+    ) -> RedisSessionStore:
+        """``from_url`` for a Redis Cluster: redis-py's cluster clients, which try each
+        command once (following MOVED/ASK and refreshing the slot map on errors), inside a
+        retry loop bounded by the call's deadline alone. ``given`` is the caller's URL (for
+        messages), ``url`` the one redis-py reads."""
+        options: dict[str, Any] = {"socket_timeout": timeout, "socket_connect_timeout": timeout}
+        try:
+            parsed = redis.connection.parse_url(url)  # type: ignore[no-untyped-call]
+        except ValueError as exc:
+            msg = f"not a usable Redis URL {given!r}: {exc}; expected redis+cluster://host:port"
+            raise ConfigurationError(msg) from exc
+        if parsed.get("db", 0) not in (0, None):
+            msg = f"not a usable Redis URL {given!r}: a cluster has only database 0"
+            raise ConfigurationError(msg)
+        # Only the node's address in the message: the URL may hold a password.
+        where = f"Redis Cluster at {parsed.get('host', 'localhost')}:{parsed.get('port', 6379)}"
+        try:
+            async_client = redis.asyncio.cluster.RedisCluster.from_url(
+                url, retry=redis.asyncio.retry.Retry(NoBackoff(), 0), **options
+            )
+            # The sync client asks a node for the slot map now.
+            client = redis.cluster.RedisCluster.from_url(
+                url, retry=Retry(NoBackoff(), 0), **options
+            )
+        except ValueError as exc:
+            msg = f"not a usable Redis URL {given!r}: {exc}; expected redis+cluster://host:port"
+            raise ConfigurationError(msg) from exc
+        except (redis.RedisError, RedisClusterException) as exc:  # UNAVAILABLE and the rest
+            msg = (
+                f"{where} is unavailable: could not read its slot map ({exc}). Check that "
+                "the URL names a running node of a cluster (a single server takes "
+                "redis://host:port/db)."
+            )
+            raise StoreUnavailableError(msg, outcome="not_applied") from exc
+        store = cls(client, async_client=async_client, prefix=prefix, session_ttl=session_ttl)
+        store._owns_clients = True
+        store._deadline = deadline
+        store._cluster_retry = DeadlineRetry(backoff, -1, UNAVAILABLE, **bounds)
+        store._cluster_aretry = AsyncDeadlineRetry(backoff, -1, UNAVAILABLE, **bounds)
+        return store
+
     # -- plumbing ------------------------------------------------------------------------
     #
     # Each operation is written once, as a program (agentmem._sansio) that yields requests
@@ -269,7 +373,7 @@ class RedisSessionStore:
             msg = "RedisSessionStore is closed; create a new store"
             raise StoreClosedError(msg)
 
-    def _sync(self) -> redis.Redis:
+    def _sync(self) -> redis.Redis | redis.cluster.RedisCluster:
         self._check_open()
         if self._client is None:
             msg = (
@@ -280,13 +384,19 @@ class RedisSessionStore:
         return self._client
 
     def _run(self, op: Op) -> Any:
-        return op(self._sync())
+        client = self._sync()
+        if self._cluster_retry is not None:
+            return self._cluster_retry.call_with_retry(lambda: op(client), _ignore)
+        return op(client)
 
     async def _run_async(self, op: Op) -> Any:
         self._check_open()
-        if self._async_client is None:
+        client = self._async_client
+        if client is None:
             return await run_in_executor(self._run, op)
-        return await op(self._async_client)
+        if self._cluster_aretry is not None:
+            return await self._cluster_aretry.call_with_retry(lambda: op(client), _ignore)
+        return await op(client)
 
     def _command(self, op: Op) -> Request[Any]:
         """A request for the command(s) ``op`` issues, on the client of the running mode."""
@@ -318,23 +428,32 @@ class RedisSessionStore:
     def _script(
         self, script: LuaScript, sid: str, keys: SessionKeys, args: list[Any]
     ) -> Program[Any]:
-        # Script then index entry, in one round trip. EVALSHA needs the script cached on the
-        # server; after a restart it is not (NOSCRIPT): load it and run both again, which is
+        # Script then index entry, in one round trip (on a cluster, two: redis-py's cluster
+        # pipelines refuse scripts). EVALSHA needs the script cached on the server; after a
+        # restart or a failover it is not (NOSCRIPT): load it and run both again, which is
         # safe because both commands are idempotent.
+        run, index = self._script_ops(script, sid, keys, args)
         for attempt in (1, 2):
             try:
-                return (yield from self._command(self._run_script(script, sid, keys, args)))[0]
+                if not self._cluster:
+                    return (yield from self._command(pipelined(run, index)))[0]
+                result = yield from self._command(run)
+                yield from self._command(index)
+                return result
             except NoScriptError:
                 if attempt == 2:
                     raise
                 yield from self._command(lambda c: c.script_load(script.source))
         return None  # pragma: no cover - the loop returns or raises
 
-    def _run_script(self, script: LuaScript, sid: str, keys: SessionKeys, args: list[Any]) -> Op:
+    def _script_ops(
+        self, script: LuaScript, sid: str, keys: SessionKeys, args: list[Any]
+    ) -> tuple[Op, Op]:
+        """The script's EVALSHA, and the ZADD that indexes the session."""
         expiry = self._expiry()
-        return pipelined(
-            lambda p: p.evalsha(script.sha, len(keys), *keys, self._ttl_ms, *args),
-            lambda p: p.zadd(self._index, {sid: expiry}, gt=True),
+        return (
+            lambda c: c.evalsha(script.sha, len(keys), *keys, self._ttl_ms, *args),
+            lambda c: c.zadd(self._index, {sid: expiry}, gt=True),
         )
 
     @staticmethod
@@ -558,6 +677,11 @@ def _sync_ready(store: RedisSessionStore) -> None:
 
 async def _async_ready(store: RedisSessionStore) -> None:
     store._check_open()
+
+
+def _ignore(error: Exception) -> None:
+    """Failure callback of the cluster retry loops: redis-py's cluster client has already
+    dropped the failed connection and refreshed its slot map."""
 
 
 def _leave_open() -> None:
