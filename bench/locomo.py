@@ -72,7 +72,8 @@ from bench._locomo_data import (  # noqa: E402
 
 __all__ = ["DEFAULT_DATA", "DRAGON_R_FRAC_AT_10", "LOCO_GRID", "main", "run"]
 
-#: LoCoMo's ``data/locomo10.json`` goes here (CC BY-NC 4.0: not shipped; see the README).
+#: LoCoMo's ``data/locomo10.json`` goes here (CC BY-NC 4.0: not shipped; see
+#: docs/internals/benchmarks.md).
 DEFAULT_DATA = ROOT / "bench" / "data" / "locomo10.json"
 LOCOMO_SOURCE = "https://github.com/snap-research/locomo (data/locomo10.json, CC BY-NC 4.0)"
 DEFAULT_OUT = ROOT / "bench" / "results" / "locomo.json"

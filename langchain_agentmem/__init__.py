@@ -1,4 +1,4 @@
-"""LangChain and LangGraph integration of agentmem (extras ``[langchain]``, ``[langgraph]``).
+"""LangChain and LangGraph integration of agentmem (``pip install 'tiered-agentmem[langchain]'``).
 
 Example:
     >>> from langchain_agentmem import AgentMemoryChatHistory, AgentMemoryRetriever
@@ -6,7 +6,7 @@ Example:
     'AgentMemoryRetriever'
 
 ``AgentMemoryStore`` and ``AgentMemoryMiddleware`` need ``langgraph`` / ``langchain``
-(the ``[langgraph]`` extra); they are imported on first use, so the chat history, the
+(both in the ``[langchain]`` extra); they are imported on first use, so the chat history, the
 retriever, the tools, the model adapter and :class:`LangChainEmbedder` (any LangChain
 ``Embeddings`` as an agentmem embedder) work with ``langchain-core`` alone.
 """
@@ -52,5 +52,5 @@ def __getattr__(name: str) -> Any:
     try:
         return getattr(importlib.import_module(module), name)
     except ImportError as exc:
-        msg = f"{name} needs langgraph and langchain: pip install 'agentmem[langgraph]'"
+        msg = f"{name} needs langgraph and langchain: pip install 'tiered-agentmem[langchain]'"
         raise ImportError(msg) from exc

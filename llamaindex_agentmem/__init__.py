@@ -1,4 +1,4 @@
-"""LlamaIndex integration of agentmem (``pip install 'agentmem[llamaindex]'``).
+"""LlamaIndex integration of agentmem (``pip install 'tiered-agentmem[llamaindex]'``).
 
 * :class:`AgentMemory`: a ``BaseMemory`` for ``SimpleChatEngine``,
   ``CondensePlusContextChatEngine``, ``FunctionAgent`` and ``ReActAgent``: persistent,

@@ -82,7 +82,7 @@ class LongTermMemoryBlock(BaseMemoryBlock[str]):
         user_id: Whose memories, when ``long_term`` is a service.
         llm: LlamaIndex ``LLM`` or agentmem ``ChatModel`` extracting memories from flushed
             messages; ``None`` stores each round as an episode.
-        name, priority, top_k, ...: Block fields.
+        **fields: The block's fields (``name``, ``priority``, ``top_k``, ...).
 
     Example:
         >>> from llama_index.core.memory import Memory

@@ -60,7 +60,7 @@ def import_openai(feature: str) -> ModuleType:
     try:
         import openai
     except ImportError as exc:
-        msg = f"{feature} needs the openai package: pip install 'agentmem[openai]'"
+        msg = f"{feature} needs the openai package: pip install 'tiered-agentmem[openai]'"
         raise ConfigurationError(msg) from exc
     return openai
 

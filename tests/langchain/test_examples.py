@@ -1,4 +1,4 @@
-"""Runnable examples, one per public class (the README section shows the same code).
+"""Runnable examples, one per public class (docs/guides/langchain.md shows the same code).
 
 Each ``example_*`` function is self-contained and runs offline.
 """

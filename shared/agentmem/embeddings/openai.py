@@ -1,6 +1,6 @@
 """Embeddings from the OpenAI API or any OpenAI-compatible server (``/v1/embeddings``).
 
-Needs the optional dependency: ``pip install 'agentmem[openai]'``. Errors are those of
+Needs the optional dependency: ``pip install 'tiered-agentmem[openai]'``. Errors are those of
 :class:`~agentmem.llm.openai.OpenAIChatModel` (:class:`~agentmem.errors.LLMTimeoutError`,
 :class:`~agentmem.errors.LLMConnectionError`, :class:`~agentmem.errors.LLMResponseError`).
 OpenAI's models read at most 8,191 tokens per input; the API rejects longer inputs

@@ -2,7 +2,7 @@
 
 Works with OpenAI and with servers that speak the chat-completions API (vLLM, llama.cpp
 server, Ollama, LiteLLM, ...) through ``base_url``. Needs the optional dependency:
-``pip install 'agentmem[openai]'``.
+``pip install 'tiered-agentmem[openai]'``.
 
 Example:
     >>> from agentmem.llm.openai import OpenAIChatModel

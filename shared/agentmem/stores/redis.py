@@ -125,7 +125,7 @@ _RETRY_CLEAR = "repeat the clear: it is idempotent"
 
 
 class RedisSessionStore:
-    """Session store in Redis (``pip install agentmem[redis]``), sync and native asyncio.
+    """Session store in Redis (``pip install tiered-agentmem[redis]``), sync and native asyncio.
 
     Args:
         client: A ``redis.Redis`` (or ``redis.cluster.RedisCluster``) for the sync methods.
