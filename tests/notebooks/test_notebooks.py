@@ -110,6 +110,13 @@ for mode, groups in results.items():
         assert all(0 <= v <= 1 for v in values), (mode, group, row)
         assert values == sorted(values), ("R_frac@k grows with k", mode, group, row)
 """,
+    "06_inspector": """
+assert sum(ctx.ledger.values()) == ctx.token_count <= 700, ctx.ledger
+assert "Alice lives in Trondheim" in [hit.record.content for hit in hits]
+assert "<script>" not in ctx._repr_html_() + hits._repr_html_()
+assert b"Trondheim" in page, "the inspector served the memories page"
+assert not HOME.exists()
+""",
 }
 
 
@@ -136,6 +143,16 @@ def _plots(cell: Any) -> int:
     return sum("image/png" in output.get("data", {}) for output in cell.outputs)
 
 
+def _html(cells: list[Any]) -> list[str]:
+    """The HTML displays (``_repr_html_``) the cells saved."""
+    return [
+        "".join(output["data"]["text/html"])
+        for cell in cells
+        for output in cell.outputs
+        if "text/html" in output.get("data", {})
+    ]
+
+
 def _shape(notebook: Any) -> list[tuple[bool, int]]:
     """Per code cell: whether it shows anything, and how many plots."""
     return [(bool(cell.outputs), _plots(cell)) for cell in _code(notebook)]
@@ -157,8 +174,17 @@ def test_notebook_is_saved_with_its_outputs(path: Path) -> None:
     errors = [i for i, c in enumerate(cells) if any(o.output_type == "error" for o in c.outputs)]
     assert not errors, f"{path.name}: code cells {errors} were saved with an error"
     drawing = [cell for cell in cells if "plt.show()" in cell.source]
-    assert drawing, f"{path.name}: draws no plot"
+    assert drawing or _html(cells), f"{path.name}: draws no plot and shows no display"
     assert all(_plots(cell) >= 1 for cell in drawing), f"{path.name}: a plot was not saved"
+
+
+def test_the_inspector_notebook_shows_its_html_displays() -> None:
+    html = _html(_code(_read(NOTEBOOK_DIR / "06_inspector.ipynb")))
+    assert len(html) == 4  # the context, the recall results, the manager, the working memory
+    assert all('<div class="am-root">' in page for page in html)
+    assert "Context: " in html[0]
+    assert "&lt;script&gt;alert(&#x27;hi&#x27;)&lt;/script&gt;" in "".join(html)
+    assert "<script>" not in "".join(html)
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
