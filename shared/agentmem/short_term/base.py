@@ -173,6 +173,30 @@ class ShortTermMemory(ABC):
         with self._lock:
             return self._view(check_limit(max_tokens, "max_tokens"))
 
+    def newest_unit(self) -> list[Message]:
+        """The log's newest unit, as views keep it together: an assistant message with tool
+        calls and the tool results that follow it, or one message (``[]``: none).
+
+        Reads what this memory has read already (no I/O): call :meth:`refresh` first to
+        see other writers' messages. With ``preserve_system``, system messages lead every
+        view and are skipped here; orphan tool results are skipped, as views skip them.
+        Give it to :class:`~agentmem.context.ViewBlock` as ``latest`` to require it in a
+        prompt.
+
+        Example:
+            >>> from agentmem import ConversationBufferMemory
+            >>> memory = ConversationBufferMemory()
+            >>> _ = memory.add_message("user", "weather in Oslo?")
+            >>> [m.content for m in memory.newest_unit()]
+            ['weather in Oslo?']
+        """
+        with self._lock:
+            log = self._log
+            for unit in log.units_backwards(0, skip_system=self.preserve_system):
+                if not unit.orphan:
+                    return log.messages[unit.start : unit.stop]
+        return []
+
     @twin
     def get_messages(self) -> Program[list[dict[str, Any]]]:
         """The budgeted view as OpenAI-style ``{"role", "content", ...}`` dicts."""
