@@ -173,15 +173,18 @@ class ShortTermMemory(ABC):
         with self._lock:
             return self._view(check_limit(max_tokens, "max_tokens"))
 
-    def newest_unit(self) -> list[Message]:
+    @twin
+    def newest_unit(self, *, refresh: bool = True) -> Program[list[Message]]:
         """The log's newest unit, as views keep it together: an assistant message with tool
         calls and the tool results that follow it, or one message (``[]``: none).
 
-        Reads what this memory has read already (no I/O): call :meth:`refresh` first to
-        see other writers' messages. With ``preserve_system``, system messages lead every
-        view and are skipped here; orphan tool results are skipped, as views skip them.
-        Give it to :class:`~agentmem.context.ViewBlock` as ``latest`` to require it in a
-        prompt.
+        With ``preserve_system``, system messages lead every view and are skipped here;
+        orphan tool results are skipped, as views skip them. Give it to
+        :class:`~agentmem.context.ViewBlock` as ``latest`` to require it in a prompt.
+
+        Args:
+            refresh: Read new messages from the store first (callers that just refreshed
+                pass ``False``, as for :meth:`get_view`).
 
         Example:
             >>> from agentmem import ConversationBufferMemory
@@ -190,12 +193,16 @@ class ShortTermMemory(ABC):
             >>> [m.content for m in memory.newest_unit()]
             ['weather in Oslo?']
         """
+        if refresh:
+            yield from self._refresh()
         with self._lock:
             log = self._log
             for unit in log.units_backwards(0, skip_system=self.preserve_system):
                 if not unit.orphan:
                     return log.messages[unit.start : unit.stop]
         return []
+
+    anewest_unit = async_twin(newest_unit)
 
     @twin
     def get_messages(self) -> Program[list[dict[str, Any]]]:
