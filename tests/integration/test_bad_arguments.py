@@ -16,7 +16,12 @@ from typing import Any
 import pytest
 
 from agentmem import MemoryManager
-from agentmem.errors import AgentMemError, ConfigurationError, InvalidMessageError
+from agentmem.errors import (
+    AgentMemError,
+    ConfigurationError,
+    ContextBudgetError,
+    InvalidMessageError,
+)
 from agentmem.long_term import LongTermMemory, RecordFilter
 from agentmem.stores.qdrant.edge import QdrantEdgeStore
 from agentmem.stores.sqlite import SQLiteSessionStore
@@ -98,6 +103,29 @@ async def test_abuild_context_refuses_bad_max_tokens_before_any_write(
     assert "pin" in stored_variables(manager)
     await manager.abuild_context("which pin?", max_tokens=500)
     assert "pin" not in stored_variables(manager)
+
+
+async def build(manager: MemoryManager, asynchronous: bool, query: str, **kw: Any) -> object:
+    if asynchronous:
+        return await manager.abuild_context(query, **kw)
+    return manager.build_context(query, **kw)
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+async def test_a_budget_too_small_for_the_query_changes_nothing(
+    manager: MemoryManager, now: list[datetime], asynchronous: bool
+) -> None:
+    decision = manager.remember("The card PIN is kept in working memory")
+    expired_pin(manager, now)
+    args: dict[str, Any] = {"max_tokens": 12, "system_prompt": "Be brief."}
+    with pytest.raises(ContextBudgetError, match="system prompt and query alone take"):
+        await build(manager, asynchronous, "which PIN?", **args)
+    assert "pin" in stored_variables(manager)  # no purge
+    records = manager.long_term.all_records()
+    assert [r.access_count for r in records] == [0]  # no access recorded by a recall
+    built = manager.build_context("which PIN?", max_tokens=500)
+    assert built.recalled[0].record.id == decision.record.id
+    assert [r.access_count for r in manager.long_term.all_records()] == [1]
 
 
 # -- process_interaction(...) ----------------------------------------------------------------

@@ -40,6 +40,7 @@ __all__ = [
     "ContextBudgetError",
     "assemble_context",
     "check_max_tokens",
+    "check_required",
     "pack_context",
 ]
 
@@ -228,18 +229,7 @@ def assemble_context(
         >>> built.ledger
         {'system': 7, 'query': 5, 'reply_priming': 3}
     """
-    check_max_tokens(max_tokens)
-    given = _Blocks(blocks)
-    query = Message(role="user", content=given.query.text) if given.query else None
-    units = given.messages.units if given.messages is not None else ()
-    tail = units[-1] if units and given.messages is not None and given.messages.keep_latest else ()
-    required = [given.messages.messages[i] for i in tail] if given.messages is not None else []
-    if given.view is not None:
-        required = list(given.view.latest)
-    request = _Request(counter, tools or [], query, required)
-    if given.instructions is not None and given.instructions.text:
-        request.sections["system"] = given.instructions.text
-    _check_required(request, given, max_tokens)
+    given, request, tail = _required(blocks, counter, max_tokens, tools)
 
     if given.working is not None:
         _fit_working(request, given.working, max_tokens)
@@ -285,6 +275,59 @@ def assemble_context(
     if (summary and "summary" not in request.sections) or history.summary_dropped:
         omitted["summary"] = 1
     return _built(request, history, recalled, omitted, max_tokens)
+
+
+def check_required(
+    blocks: Sequence[Block],
+    *,
+    counter: TokenCounter,
+    max_tokens: int,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+) -> None:
+    """Raise what :func:`assemble_context` would raise for what must be sent, without
+    assembling: callers that read and write before they assemble (recalling records each
+    memory's access, rendering working memory deletes expired variables) call it first with
+    the blocks they have, so that a prompt that cannot be built changes nothing.
+
+    Raises:
+        ContextBudgetError: The system prompt, tool schemas, query or latest unit (of a
+            :class:`MessagesBlock`, or a :class:`ViewBlock`'s ``latest``) and the reply
+            priming alone exceed ``max_tokens``.
+        ConfigurationError: ``max_tokens`` is not an integer >= 1, or a bad block.
+
+    Example:
+        >>> from agentmem import TokenCounter
+        >>> check_required([QueryBlock("hi")], counter=TokenCounter("gpt-4o"), max_tokens=100)
+        >>> check_required([QueryBlock("hi " * 50)], counter=TokenCounter("gpt-4o"),
+        ...     max_tokens=20)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        agentmem.errors.ContextBudgetError: query alone take 58 tokens, over max_tokens=20; ...
+    """
+    _required(blocks, counter, max_tokens, tools)
+
+
+def _required(
+    blocks: Sequence[Block],
+    counter: TokenCounter,
+    max_tokens: int,
+    tools: Sequence[Mapping[str, Any]] | None,
+) -> tuple[_Blocks, _Request, Sequence[int]]:
+    """The blocks checked, the request with what must be sent, and the indices of a
+    :class:`MessagesBlock`'s required latest unit; raises if what must be sent overflows."""
+    check_max_tokens(max_tokens)
+    given = _Blocks(blocks)
+    query = Message(role="user", content=given.query.text) if given.query else None
+    units = given.messages.units if given.messages is not None else ()
+    tail = units[-1] if units and given.messages is not None and given.messages.keep_latest else ()
+    required = [given.messages.messages[i] for i in tail] if given.messages is not None else []
+    if given.view is not None:
+        required = list(given.view.latest)
+    request = _Request(counter, tools or [], query, required)
+    if given.instructions is not None and given.instructions.text:
+        request.sections["system"] = given.instructions.text
+    _check_required(request, given, max_tokens)
+    return given, request, tail
 
 
 def check_max_tokens(max_tokens: object) -> int:

@@ -39,7 +39,7 @@ from agentmem.context import (
     ViewBlock,
     WorkingBlock,
     assemble_context,
-    check_max_tokens,
+    check_required,
 )
 from agentmem.controller.builder import ManagerBuilder
 from agentmem.controller.config import ManagerConfig, ManagerSettings
@@ -404,21 +404,26 @@ class MemoryManager:
         Raises:
             ConfigurationError: ``max_tokens`` is not an integer >= 1 (``None``, ``"100"``,
                 ``nan``, ``-1``); raised before anything is read or written.
-            ContextBudgetError: The system prompt and the query alone exceed ``max_tokens``.
+            ContextBudgetError: The system prompt and the query alone exceed ``max_tokens``;
+                also raised before anything is read or written.
 
         Example:
             >>> ctx = mem.build_context("which language?", max_tokens=2000)  # doctest: +SKIP
             >>> sum(ctx.ledger.values()) == ctx.token_count  # doctest: +SKIP
             True
         """
-        # Before any I/O: rendering working memory purges expired variables (a write).
-        check_max_tokens(max_tokens)
-        retriever = self.retriever
-        hits = yield from call(retriever.recall, retriever.arecall, query, strategy, top_k)
-        blocks: list[Block] = [RecalledBlock(hits)]
+        blocks: list[Block] = []
         prompt = system_prompt if system_prompt is not None else self.system_prompt
         if prompt:
             blocks.append(InstructionsBlock(prompt))
+        if include_query and query:
+            blocks.append(QueryBlock(query))
+        # Before any I/O, since recalling records each memory's access and rendering working
+        # memory purges expired variables: a prompt that cannot be built changes nothing.
+        check_required(blocks, counter=self.token_counter, max_tokens=max_tokens)
+        retriever = self.retriever
+        hits = yield from call(retriever.recall, retriever.arecall, query, strategy, top_k)
+        blocks.append(RecalledBlock(hits))
         if strategy in ("working", "hybrid"):
             working = self.working
             room = WorkingBlock.room(max_tokens)
@@ -430,8 +435,6 @@ class MemoryManager:
             short_term = self.short_term
             yield from call(short_term.refresh, short_term.arefresh)
             blocks.append(ViewBlock(lambda n: short_term.get_view(max_tokens=n, refresh=False)))
-        if include_query and query:
-            blocks.append(QueryBlock(query))
         return assemble_context(blocks, counter=self.token_counter, max_tokens=max_tokens)
 
     abuild_context = async_twin(build_context)
