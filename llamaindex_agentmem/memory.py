@@ -184,8 +184,9 @@ class AgentMemory(BaseMemory):
         if not isinstance(service, MemoryService):
             msg = f"service must be an agentmem MemoryService, got {type(service).__name__}"
             raise ConfigurationError(msg)
-        cls(**options)  # the options first: a bad one must not reach the service
-        return cls.from_manager(service.manager(user_id, session_id), **options)
+        memory = cls(**options)  # the options first: a bad one must not reach the service
+        memory._manager = service.manager(user_id, session_id)
+        return memory
 
     @classmethod
     def from_defaults(  # type: ignore[override]
@@ -225,13 +226,11 @@ class AgentMemory(BaseMemory):
         Raises:
             ConfigurationError: A bad option (checked before the stores are opened).
         """
-        options = {
-            "token_limit": token_limit,
-            "top_k": top_k,
-            "include_working_memory": include_working_memory,
-        }
-        cls(**options)  # the options first: a bad one must not open the stores
-        manager = MemoryManager.open(
+        # The options first: a bad one must not open the stores.
+        memory = cls(
+            token_limit=token_limit, top_k=top_k, include_working_memory=include_working_memory
+        )
+        memory._manager = MemoryManager.open(
             user_id=user_id,
             session_id=session_id,
             home=home,
@@ -242,11 +241,6 @@ class AgentMemory(BaseMemory):
             consolidate_every_tokens=consolidate_every_tokens,
             background=background,
         )
-        try:
-            memory = cls.from_manager(manager, **options)
-        except BaseException:
-            manager.close()
-            raise
         memory._owned = True
         return memory
 
