@@ -332,8 +332,9 @@ def _required(
 
 def check_max_tokens(max_tokens: object) -> int:
     """``max_tokens`` if it is a usable prompt budget (an ``int`` >= 1), else
-    :class:`~agentmem.errors.ConfigurationError` saying so. Entry points that read or write
-    before assembling (``MemoryManager.build_context``) call it first.
+    :class:`~agentmem.errors.ConfigurationError` saying so (``None``, ``"100"``, ``nan``,
+    ``-1``). :func:`assemble_context` and :func:`check_required` call it; so do the
+    objects that take a budget when they are made (the LangChain middleware).
 
     Example:
         >>> check_max_tokens(2000)
