@@ -512,6 +512,8 @@ def test_check_required_raises_without_asking_for_the_view() -> None:
             "not both",
         ),
         ([RecalledBlock([], share=1.5)], "share"),
+        ([InstructionsBlock(5)], r"system prompt \(InstructionsBlock\) must be a str, got int"),  # type: ignore[arg-type]
+        ([QueryBlock(None)], r"query \(QueryBlock\) must be a str, got NoneType"),  # type: ignore[arg-type]
         (["text"], "not a context block"),
     ],
 )

@@ -97,6 +97,11 @@ class _Blocks:
             if kind in seen:
                 msg = f"more than one {kind.__name__} given"
                 raise ConfigurationError(msg)
+            texts = InstructionsBlock | SummaryBlock | QueryBlock
+            if isinstance(block, texts) and not isinstance(block.text, str):
+                what, got = _TEXT_KINDS[kind], type(block.text).__name__
+                msg = f"{what} ({kind.__name__}) must be a str, got {got}; pass the text itself"
+                raise ConfigurationError(msg)
             if isinstance(block, WorkingBlock | RecalledBlock) and not 0.0 <= block.share <= 1.0:
                 msg = f"{kind.__name__}.share must be in [0, 1], got {block.share!r}"
                 raise ConfigurationError(msg)
@@ -122,6 +127,13 @@ _KINDS = (
     MessagesBlock,
     QueryBlock,
 )
+
+
+_TEXT_KINDS: dict[type[Any], str] = {
+    InstructionsBlock: "the system prompt",
+    SummaryBlock: "the summary",
+    QueryBlock: "the query",
+}
 
 
 def _one(seen: Mapping[type[Any], Block], kind: type[B]) -> B | None:
