@@ -42,7 +42,7 @@ from typing import Any, Literal
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-from agentmem.context import WorkingBlock
+from agentmem.context import WorkingBlock, check_max_tokens
 from agentmem.controller.manager import MemoryManager
 from agentmem.errors import ConfigurationError
 from agentmem.long_term.store import ScoredRecord
@@ -103,9 +103,7 @@ class AgentMemoryMiddleware(AgentMiddleware):
     ) -> None:
         super().__init__()
         self.memory = check_source(memory, "AgentMemoryMiddleware")
-        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-            msg = f"max_tokens must be a positive integer, got {max_tokens!r}"
-            raise ConfigurationError(msg)
+        check_max_tokens(max_tokens)
         for name, share in (("memory_share", memory_share), ("working_share", working_share)):
             if isinstance(share, bool) or not isinstance(share, int | float):
                 msg = f"{name} must be a number in [0, 1], got {share!r}"

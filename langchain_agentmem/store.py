@@ -74,6 +74,13 @@ _PAGE = 512
 class AgentMemoryStore(BaseStore):
     """LangGraph long-term store backed by an agentmem :class:`MemoryStore`.
 
+    Bad arguments are refused before anything is read or written (see :meth:`batch`):
+    ``search(limit=-1)``, a negative ``offset`` or ``list_namespaces(max_depth=-1)`` raise
+    :class:`~agentmem.errors.ConfigurationError`, unstorable text or values
+    :class:`~agentmem.errors.InvalidValueError`. Namespaces LangGraph itself refuses (an
+    empty label, a label with a dot, ``put`` into ``()``) raise LangGraph's
+    ``InvalidNamespaceError`` from ``BaseStore`` first, as in every LangGraph store.
+
     Args:
         store: The long-term store (``QdrantEdgeStore`` on disk, ``QdrantClientStore``).
         index: LangGraph index config: ``dims``, ``embed`` (an ``Embeddings``, a function
@@ -153,11 +160,28 @@ class AgentMemoryStore(BaseStore):
     # -- batch API -------------------------------------------------------------------------
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """Run get/put/search/list operations in order; results align with ``ops``."""
-        results: list[Result] = []
-        for op in ops:
+        """Run get/put/search/list operations in order; results align with ``ops``.
+
+        Every op is checked before any runs (a get or search can write too: it deletes
+        expired items and refreshes TTLs), so a refused op leaves the store as it was.
+
+        Raises:
+            InvalidNamespaceError: LangGraph's own check, not an agentmem error: a label
+                empty, not a string, or holding ``.`` or a NUL byte; for ``put``, also an
+                empty namespace or the root ``langgraph``. ``BaseStore``'s public methods
+                (``put``, ``search``, ``list_namespaces``, ...) make it before they build
+                the op, so it comes first. A ``ValueError``, like every agentmem error
+                here.
+            InvalidValueError: An op holds text or a value that cannot be stored.
+            ConfigurationError: ``limit`` or ``offset`` is not an integer >= 0, or
+                ``max_depth`` is neither ``None`` nor an integer >= 1.
+        """
+        checked = list(ops)
+        for op in checked:
             validate_op_namespace(op)
             check_op(op)  # before _put: registering a root writes, and labels are hashed
+        results: list[Result] = []
+        for op in checked:
             if isinstance(op, GetOp):
                 results.append(self._get(op))
             elif isinstance(op, PutOp):

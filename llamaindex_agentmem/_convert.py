@@ -5,6 +5,10 @@ Tool calls are read from ``ToolCallBlock`` content blocks (LlamaIndex 0.14) and 
 and written back in the form they came in, so a conversation round-trips through our log.
 What our ``Message`` has no field for (the original role name, extra ``additional_kwargs``,
 non-text blocks such as images) travels in ``metadata["llamaindex"]`` and is restored.
+
+``additional_kwargs`` are stored as JSON: JSON data comes back as it went in (tuples as
+lists, non-string dict keys as strings, JSON's own forms); anything else (a client object,
+NaN) is refused with :class:`~agentmem.errors.InvalidMessageError`, never dropped.
 """
 
 from __future__ import annotations
@@ -48,18 +52,21 @@ def text_of(message: ChatMessage) -> str:
 
 
 def _jsonable(value: object, what: str) -> Any:
-    """``value`` as JSON data; ``TypeError`` if JSON has no form for it, and
-    ``InvalidMessageError`` if it is JSON data that cannot be stored (a lone surrogate,
-    nesting deeper than 64 levels)."""
+    """``value`` (a pydantic model: its JSON dump) as JSON data, or
+    ``InvalidMessageError`` naming ``what`` if it cannot be stored as JSON (an object JSON
+    has no form for, NaN, a lone surrogate, nesting deeper than 64 levels)."""
     dump = getattr(value, "model_dump", None)
     if callable(dump):
         value = dump(mode="json")
     problem = find_json_problem(value, what=what)
     if problem is not None:
-        if problem.representable:
-            raise InvalidMessageError(problem.message)
-        raise TypeError(problem.message)
-    return json.loads(json.dumps(value, ensure_ascii=False, allow_nan=False))
+        raise InvalidMessageError(problem.message)
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except ValueError as exc:  # e.g. an int of more than 4,300 digits
+        msg = f"{what} is not JSON-serializable ({exc}); convert it to str"
+        raise InvalidMessageError(msg) from None
+    return json.loads(text)
 
 
 def _call_from_kwarg(item: object) -> ToolCall:
@@ -82,8 +89,8 @@ def to_agentmem(message: ChatMessage) -> Message:
     """Convert a LlamaIndex message to an agentmem :class:`Message`.
 
     Raises:
-        InvalidMessageError: The message cannot be represented (e.g. a tool result
-            without a ``tool_call_id``).
+        InvalidMessageError: The message cannot be stored: text with a lone surrogate,
+            ``additional_kwargs`` (or tool calls, content blocks) that are not JSON data.
     """
     role_name = str(getattr(message.role, "value", message.role))
     role = _ROLE_MAP.get(role_name, "user")
@@ -128,12 +135,8 @@ def to_agentmem(message: ChatMessage) -> Message:
         role = "user"
     kept: dict[str, Any] = {}
     for key, value in extra.items():
-        try:
-            kept[key] = _jsonable(value, f"additional_kwargs[{key!r}]")
-        except InvalidMessageError:
-            raise
-        except (TypeError, ValueError):
-            continue  # not JSON data (a client object, a stream): not persistable
+        # Not JSON data (a client object, a stream) is refused, never dropped silently.
+        kept[key] = _jsonable(value, f"additional_kwargs[{key!r}]")
     if kept:
         meta["additional_kwargs"] = kept
 

@@ -33,11 +33,20 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.llms import LLM
 from llama_index.core.memory.types import BaseMemory
+from pydantic import ValidationError
 
-from agentmem.context import Block, RecalledBlock, ViewBlock, WorkingBlock, assemble_context
+from agentmem.checks import check_non_negative_int, check_positive_int
+from agentmem.context import (
+    Block,
+    RecalledBlock,
+    ViewBlock,
+    WorkingBlock,
+    assemble_context,
+    check_required,
+)
 from agentmem.controller.manager import MemoryManager
 from agentmem.embeddings import Embedder
-from agentmem.errors import ConfigurationError
+from agentmem.errors import ConfigurationError, ContextBudgetError
 from agentmem.llm import ChatModel
 from agentmem.long_term.store import ScoredRecord
 from agentmem.service import MemoryService
@@ -54,6 +63,20 @@ _PREFIX_FRAMING = 4
 _MIN_BUDGET = 8
 
 
+def _check_options(options: dict[str, Any], known: Sequence[str]) -> None:
+    """Unknown names and the integer options, as the core checks them (the rest: pydantic)."""
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        msg = f"unknown AgentMemory option(s) {unknown}; the options are {list(known)}"
+        raise ConfigurationError(msg)
+    if "token_limit" in options:
+        hint = "; it is the token budget of get(), e.g. token_limit=3000"
+        check_positive_int(options["token_limit"], "token_limit", hint=hint)
+    if "top_k" in options:
+        hint = "; it is how many memories get() recalls (0: none), e.g. top_k=5"
+        check_non_negative_int(options["top_k"], "top_k", hint=hint)
+
+
 class AgentMemory(BaseMemory):
     """agentmem as a LlamaIndex memory (see the module docstring).
 
@@ -68,6 +91,10 @@ class AgentMemory(BaseMemory):
         include_working_memory: Put the session's working memory in the memory message.
         memory_share: Most of the budget recalled memories may take.
         working_share: Most of the budget working memory may take.
+
+    Bad options (``token_limit=-5``, ``token_limit=float("nan")``, ``top_k="5"``, a share
+    outside ``(0, 1]``, an unknown option name) raise
+    :class:`~agentmem.errors.ConfigurationError` before any store is opened or named.
 
     Example:
         >>> from llama_index.core.llms import ChatMessage
@@ -86,6 +113,19 @@ class AgentMemory(BaseMemory):
     _manager: MemoryManager | None = PrivateAttr(default=None)
     _owned: bool = PrivateAttr(default=False)
 
+    def __init__(self, **options: Any) -> None:
+        """Check the options with agentmem errors (pydantic's would be ``ValidationError``,
+        and it would read ``token_limit="100"`` as 100)."""
+        _check_options(options, list(type(self).model_fields))
+        try:
+            super().__init__(**options)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()
+            )
+            msg = f"invalid AgentMemory option: {problems}"
+            raise ConfigurationError(msg) from None
+
     @classmethod
     def class_name(cls) -> str:
         """Serialization name."""
@@ -101,6 +141,9 @@ class AgentMemory(BaseMemory):
             manager: The agentmem memory controller of one user and session.
             **options: ``token_limit``, ``top_k``, ``include_working_memory``,
                 ``memory_share``, ``working_share``.
+
+        Raises:
+            ConfigurationError: Not a manager, or a bad or unknown option.
         """
         if not isinstance(manager, MemoryManager):
             msg = f"manager must be an agentmem MemoryManager, got {type(manager).__name__}"
@@ -129,6 +172,10 @@ class AgentMemory(BaseMemory):
             **options: ``token_limit``, ``top_k``, ``include_working_memory``,
                 ``memory_share``, ``working_share``.
 
+        Raises:
+            ConfigurationError: Not a service, or a bad or unknown option (checked before
+                the session is named to the service).
+
         Example:
             >>> memory = AgentMemory.from_service(service, user_id="alice",  # doctest: +SKIP
             ...     session_id="alice-chat-1")
@@ -137,7 +184,9 @@ class AgentMemory(BaseMemory):
         if not isinstance(service, MemoryService):
             msg = f"service must be an agentmem MemoryService, got {type(service).__name__}"
             raise ConfigurationError(msg)
-        return cls.from_manager(service.manager(user_id, session_id), **options)
+        memory = cls(**options)  # the options first: a bad one must not reach the service
+        memory._manager = service.manager(user_id, session_id)
+        return memory
 
     @classmethod
     def from_defaults(  # type: ignore[override]
@@ -173,8 +222,15 @@ class AgentMemory(BaseMemory):
                 only when you call :meth:`consolidate`).
             background: Consolidate in a background thread (sync) or task (async).
             include_working_memory: Put working memory in the memory message.
+
+        Raises:
+            ConfigurationError: A bad option (checked before the stores are opened).
         """
-        manager = MemoryManager.open(
+        # The options first: a bad one must not open the stores.
+        memory = cls(
+            token_limit=token_limit, top_k=top_k, include_working_memory=include_working_memory
+        )
+        memory._manager = MemoryManager.open(
             user_id=user_id,
             session_id=session_id,
             home=home,
@@ -185,16 +241,6 @@ class AgentMemory(BaseMemory):
             consolidate_every_tokens=consolidate_every_tokens,
             background=background,
         )
-        try:
-            memory = cls.from_manager(
-                manager,
-                token_limit=token_limit,
-                top_k=top_k,
-                include_working_memory=include_working_memory,
-            )
-        except BaseException:
-            manager.close()
-            raise
         memory._owned = True
         return memory
 
@@ -250,16 +296,30 @@ class AgentMemory(BaseMemory):
         """The messages a view within ``budget`` shows (the log read already)."""
         return self.manager.short_term.get_view(max_tokens=budget, refresh=False).messages
 
+    def _history(self, latest: list[Message], budget: int) -> ViewBlock:
+        """The session's view, its newest unit required; raises
+        :class:`~agentmem.errors.ContextBudgetError` now (before recall records access and
+        working memory purges) if that unit alone does not fit ``budget``."""
+        manager = self.manager
+        short_term = manager.short_term
+        view = ViewBlock(lambda n: short_term.get_view(max_tokens=n, refresh=False), latest)
+        try:
+            check_required([view], counter=manager.token_counter, max_tokens=budget)
+        except ContextBudgetError as exc:
+            msg = (
+                f"{exc} (max_tokens is AgentMemory's token_limit={self.token_limit}, less the "
+                "caller's prefix: raise token_limit, or split the message, e.g. fewer tool "
+                "calls per assistant message)"
+            )
+            raise ContextBudgetError(msg) from None
+        return view
+
     def _assemble(
-        self, hits: list[ScoredRecord], budget: int, working: str | None
+        self, view: ViewBlock, hits: list[ScoredRecord], budget: int, working: str | None
     ) -> list[ChatMessage]:
         """The memory message and the history, from what was read (pure: no I/O)."""
         manager = self.manager
-        short_term = manager.short_term
-        blocks: list[Block] = [
-            RecalledBlock(hits, self.memory_share),
-            ViewBlock(lambda n: short_term.get_view(max_tokens=n, refresh=False)),
-        ]
+        blocks: list[Block] = [RecalledBlock(hits, self.memory_share), view]
         if working is not None:
             room = WorkingBlock.room(budget, self.working_share)
             render = manager.working.render  # re-renders what was read: no I/O
@@ -271,14 +331,24 @@ class AgentMemory(BaseMemory):
     def get(self, input: str | None = None, **kwargs: Any) -> list[ChatMessage]:
         """The memory message and the budgeted history, within ``token_limit``.
 
+        The session's newest unit (the latest message, or an assistant tool call with its
+        results) is always returned whole, as the LangChain middleware keeps the latest
+        one: what is left out for room is older history, then memories.
+
         Args:
             input: What to recall memories for (default: the latest user message).
             **kwargs: ``initial_token_count``: tokens the caller puts before these
                 messages (``SimpleChatEngine`` passes its system prompt's).
+
+        Raises:
+            ContextBudgetError: The newest unit alone (e.g. an assistant message with
+                thousands of tool calls) does not fit ``token_limit``; raised before
+                anything is recalled or changed. Raise ``token_limit``.
         """
         budget = self._budget(kwargs)
         manager = self.manager
         manager.short_term.refresh()
+        view = self._history(manager.short_term.newest_unit(refresh=False), budget)
         hits: list[ScoredRecord] = []
         if self.top_k:
             query = self._query(input, self._shown(budget))
@@ -290,13 +360,14 @@ class AgentMemory(BaseMemory):
         if self.include_working_memory:
             room = WorkingBlock.room(budget, self.working_share)
             working = manager.working.get_context_for_llm(room)
-        return self._assemble(hits, budget, working)
+        return self._assemble(view, hits, budget, working)
 
     async def aget(self, input: str | None = None, **kwargs: Any) -> list[ChatMessage]:
         """Async twin of :meth:`get`."""
         budget = self._budget(kwargs)
         manager = self.manager
         await manager.short_term.arefresh()
+        view = self._history(await manager.short_term.anewest_unit(refresh=False), budget)
         hits: list[ScoredRecord] = []
         if self.top_k:
             query = self._query(input, self._shown(budget))
@@ -308,7 +379,7 @@ class AgentMemory(BaseMemory):
         if self.include_working_memory:
             room = WorkingBlock.room(budget, self.working_share)
             working = await manager.working.aget_context_for_llm(room)
-        return self._assemble(hits, budget, working)
+        return self._assemble(view, hits, budget, working)
 
     def get_all(self) -> list[ChatMessage]:
         """The whole conversation, oldest first (nothing is ever dropped from the log)."""
@@ -321,7 +392,16 @@ class AgentMemory(BaseMemory):
     # -- writing ---------------------------------------------------------------------------
 
     def put(self, message: ChatMessage) -> None:
-        """Append one message (tool calls and results included) to the session log."""
+        """Append one message (tool calls and results included) to the session log.
+
+        ``additional_kwargs`` are kept and come back from :meth:`get` and :meth:`get_all`
+        as they went in, so they must be JSON data (tuples come back as lists).
+
+        Raises:
+            InvalidMessageError: The message cannot be stored: ``additional_kwargs`` that
+                are not JSON data (a client object, NaN), text with a lone surrogate.
+                Nothing is written.
+        """
         self.put_messages([message])
 
     async def aput(self, message: ChatMessage) -> None:
@@ -329,7 +409,8 @@ class AgentMemory(BaseMemory):
         await self.aput_messages([message])
 
     def put_messages(self, messages: list[ChatMessage]) -> None:
-        """Append messages atomically; consolidate when the token threshold is crossed."""
+        """Append messages atomically (all are checked, as :meth:`put` does, before any is
+        written); consolidate when the token threshold is crossed."""
         self.manager.record_messages(to_agentmem_many(messages))
 
     async def aput_messages(self, messages: list[ChatMessage]) -> None:

@@ -8,8 +8,10 @@ also from the builtin it refines, so ``except ValueError`` keeps working::
     │   ├── InvalidSessionIdError             session id empty, too long or with bad characters
     │   │   └── SessionOwnershipError         the session belongs to another user (or agent)
     │   ├── DimensionMismatchError            embedder dimension differs from the collection's
-    │   └── TokenizerUnavailableError (RuntimeError)
-    │                                         no tiktoken encoding could be loaded
+    │   ├── TokenizerUnavailableError (RuntimeError)
+    │   │                                     no tiktoken encoding could be loaded
+    │   └── ContextBudgetError                what a prompt must send (system prompt, tools,
+    │                                         query or latest message) exceeds max_tokens
     ├── InvalidMessageError (ValueError)      unknown role, non-string content, bad tool calls
     ├── InvalidValueError (ValueError)        a value a memory cannot hold (not JSON, NaN, ...)
     ├── MemoryNotFoundError (KeyError)        no memory with that id in the scope
@@ -43,6 +45,7 @@ __all__ = [
     "AgentMemError",
     "BlockingCallError",
     "ConfigurationError",
+    "ContextBudgetError",
     "DimensionMismatchError",
     "InvalidMessageError",
     "InvalidSessionIdError",
@@ -94,6 +97,17 @@ class DimensionMismatchError(ConfigurationError):
 
 class TokenizerUnavailableError(ConfigurationError, RuntimeError):
     """No tiktoken encoding could be loaded (offline and no cached encoding file)."""
+
+
+class ContextBudgetError(ConfigurationError):
+    """What must be sent (system prompt, tool schemas, query or latest message, reply
+    priming) does not fit in ``max_tokens``: raise the budget or shorten them.
+
+    Example:
+        >>> from agentmem.errors import ConfigurationError, ContextBudgetError
+        >>> issubclass(ContextBudgetError, ConfigurationError)
+        True
+    """
 
 
 class BlockingCallError(AgentMemError, RuntimeError):

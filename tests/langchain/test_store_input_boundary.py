@@ -1,19 +1,25 @@
-"""LangGraph store operations with unencodable text or over-deep values are refused.
+"""LangGraph store operations with bad input are refused, and nothing is written.
 
 ``check_op`` (langchain_agentmem/_store_checks.py) is the check; ``AgentMemoryStore.batch``
-must call it for every op before running it. Until store.py does, the end-to-end test is
-an expected failure (strict, so it reports as soon as the call is wired in).
+calls it for every op before running any. Unencodable text and over-deep values get
+``InvalidValueError``; paging arguments that are not usable integers (``limit=-1``,
+``max_depth=-1``) get ``ConfigurationError``. A search or a listing deletes the expired
+items it meets (a write), so the paging tests make their refused call with an expired item
+in the store and check it is still there.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
 from langgraph.store.base import (
     GetOp,
+    InvalidNamespaceError,
     ListNamespacesOp,
     MatchCondition,
     Op,
@@ -21,7 +27,7 @@ from langgraph.store.base import (
     SearchOp,
 )
 
-from agentmem.errors import InvalidValueError
+from agentmem.errors import AgentMemError, ConfigurationError, InvalidValueError
 from langchain_agentmem import AgentMemoryStore
 from langchain_agentmem._store_checks import check_op
 from tests.langchain.conftest import DIM, Home
@@ -96,3 +102,143 @@ def test_store_put_refuses_and_writes_nothing(
         store.put(namespace, key, value)
     assert store.list_namespaces() == []
     assert store.search(()) == []
+
+
+# -- paging arguments ------------------------------------------------------------------------
+
+BAD_PAGING: list[tuple[str, Op, str]] = [
+    ("search limit -1", SearchOp(("a",), limit=-1), "search limit must be an integer >= 0"),
+    ("search limit str", SearchOp(("a",), limit="10"), "search limit"),  # type: ignore[arg-type]
+    ("search limit nan", SearchOp(("a",), limit=math.nan), "search limit"),  # type: ignore[arg-type]
+    ("search offset -1", SearchOp(("a",), offset=-1), "search offset must be an integer >= 0"),
+    (
+        "list max_depth -1",
+        ListNamespacesOp(max_depth=-1),
+        "list_namespaces max_depth must be an integer >= 1",
+    ),
+    ("list max_depth 0", ListNamespacesOp(max_depth=0), "list_namespaces max_depth"),
+    ("list limit -1", ListNamespacesOp(limit=-1), "list_namespaces limit"),
+    ("list offset -1", ListNamespacesOp(offset=-1), "list_namespaces offset"),
+]
+
+
+@pytest.mark.parametrize(("case", "op", "named"), BAD_PAGING, ids=[c[0] for c in BAD_PAGING])
+def test_check_op_refuses_bad_paging(case: str, op: Op, named: str) -> None:
+    with pytest.raises(ConfigurationError, match=named) as info:
+        check_op(op)
+    assert "e.g." in str(info.value) or "None for whole namespaces" in str(info.value)
+
+
+def test_check_op_accepts_ordinary_paging() -> None:
+    for op in (
+        SearchOp(("a",), limit=0, offset=0),
+        SearchOp(("a",), limit=10, offset=5),
+        ListNamespacesOp(max_depth=None, limit=100, offset=0),
+        ListNamespacesOp(max_depth=1),
+    ):
+        check_op(op)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+NS = ("alice", "notes")
+EXPIRED_FOR = timedelta(minutes=5)
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def expiring(home: Home, clock: Clock) -> AgentMemoryStore:
+    """A store holding one item that expired: the next search or listing deletes it."""
+    index = {"dims": DIM, "embed": home.embedder.embed_documents, "fields": ["text"]}
+    store = AgentMemoryStore(home.edge, index=index, ttl={"default_ttl": 1}, clock=clock)  # type: ignore[arg-type]
+    store.put(NS, "k", {"text": "expires after a minute"})
+    clock.now += EXPIRED_FOR
+    return store
+
+
+def still_stored(store: AgentMemoryStore, clock: Clock) -> bool:
+    """Whether the expired item is still in the store (read as of before it expired)."""
+    clock.now -= EXPIRED_FOR
+    try:
+        return store.get(NS, "k", refresh_ttl=False) is not None
+    finally:
+        clock.now += EXPIRED_FOR
+
+
+STORE_CALLS: list[tuple[str, str, dict[str, Any], str]] = [
+    ("search limit -1", "search", {"limit": -1}, "search limit"),
+    ("search limit nan", "search", {"limit": math.nan}, "search limit"),
+    ("search offset -1", "search", {"offset": -1}, "search offset"),
+    ("list max_depth -1", "list_namespaces", {"max_depth": -1}, "max_depth"),
+    ("list limit -1", "list_namespaces", {"limit": -1}, "list_namespaces limit"),
+]
+STORE_IDS = [c[0] for c in STORE_CALLS]
+
+
+def call_args(method: str) -> tuple[Any, ...]:
+    return (("alice",),) if method == "search" else ()
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(("case", "method", "kwargs", "named"), STORE_CALLS, ids=STORE_IDS)
+def test_store_refuses_bad_paging_and_deletes_nothing(
+    expiring: AgentMemoryStore,
+    clock: Clock,
+    case: str,
+    method: str,
+    kwargs: dict[str, Any],
+    named: str,
+) -> None:
+    with pytest.raises(ConfigurationError, match=named) as info:
+        getattr(expiring, method)(*call_args(method), **kwargs)
+    assert isinstance(info.value, AgentMemError)
+    assert still_stored(expiring, clock)
+    getattr(expiring, method)(*call_args(method))  # a valid call deletes the expired item
+    assert not still_stored(expiring, clock)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(("case", "method", "kwargs", "named"), STORE_CALLS, ids=STORE_IDS)
+async def test_async_store_refuses_bad_paging_and_deletes_nothing(
+    expiring: AgentMemoryStore,
+    clock: Clock,
+    case: str,
+    method: str,
+    kwargs: dict[str, Any],
+    named: str,
+) -> None:
+    with pytest.raises(ConfigurationError, match=named):
+        await getattr(expiring, "a" + method)(*call_args(method), **kwargs)
+    assert still_stored(expiring, clock)
+    await getattr(expiring, "a" + method)(*call_args(method))
+    assert not still_stored(expiring, clock)
+
+
+@pytest.mark.integration
+def test_a_batch_with_one_bad_op_runs_none_of_them(
+    expiring: AgentMemoryStore, clock: Clock
+) -> None:
+    ops: list[Op] = [PutOp(NS, "new", {"text": "written first?"}), SearchOp(("alice",), limit=-1)]
+    with pytest.raises(ConfigurationError, match="search limit"):
+        expiring.batch(ops)
+    assert still_stored(expiring, clock)
+    assert expiring.get(NS, "new") is None
+
+
+@pytest.mark.integration
+def test_langgraph_refuses_an_empty_label_first(expiring: AgentMemoryStore, clock: Clock) -> None:
+    # Documented in AgentMemoryStore: BaseStore validates labels before our batch() runs,
+    # so an empty label gets LangGraph's InvalidNamespaceError (a ValueError).
+    with pytest.raises(InvalidNamespaceError):
+        expiring.search(("alice", ""), limit=-1)
+    assert still_stored(expiring, clock)

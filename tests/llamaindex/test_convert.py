@@ -17,6 +17,7 @@ from llama_index.core.base.llms.types import (
 from llama_index.core.llms.llm import ToolSelection
 
 from agentmem import TokenCounter
+from agentmem.errors import InvalidMessageError
 from llamaindex_agentmem._convert import from_agentmem, to_agentmem
 
 
@@ -118,14 +119,15 @@ def test_image_blocks_survive() -> None:
     assert str(back.blocks[1].url) == "https://example.com/cat.png"  # type: ignore[union-attr]
 
 
-def test_name_and_extra_json_kwargs_survive_and_objects_are_dropped() -> None:
+def test_name_and_extra_json_kwargs_survive_and_objects_are_refused() -> None:
+    extra = {"name": "bob", "session_id": "s1"}
+    back = roundtrip(ChatMessage(role="user", content="hi", additional_kwargs=extra))
+    assert back.additional_kwargs == extra
     message = ChatMessage(
-        role="user",
-        content="hi",
-        additional_kwargs={"name": "bob", "session_id": "s1", "client": object()},
+        role="user", content="hi", additional_kwargs={**extra, "client": object()}
     )
-    back = roundtrip(message)
-    assert back.additional_kwargs == {"name": "bob", "session_id": "s1"}
+    with pytest.raises(InvalidMessageError, match=r"additional_kwargs\['client'\] is not JSON"):
+        to_agentmem(message)
 
 
 _text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=40)

@@ -27,15 +27,18 @@ from agentmem.context import (
     ViewBlock,
     WorkingBlock,
     assemble_context,
+    check_required,
     pack_context,
 )
 from agentmem.errors import ConfigurationError
 from agentmem.long_term.records import MemoryRecord, Scope
 from agentmem.long_term.store import ScoredRecord
 from agentmem.short_term.buffer import ConversationBufferMemory
+from agentmem.short_term.summary import SummaryBufferMemory
 from agentmem.types import Message, ToolCall
 from agentmem.working import WorkingMemory
 from tests.chatml import count_rendered
+from tests.fakes import ScriptedChatModel
 
 COUNTER = TokenCounter("gpt-4o")
 TOOLS = [
@@ -425,6 +428,78 @@ def test_a_view_block_gets_the_room_left_and_pack_context_is_the_same_assembly()
     assert [m.to_dict() for m in built.history] == built.messages[1:-1]
 
 
+# -- a view's required newest unit ---------------------------------------------------------
+
+
+def test_a_view_blocks_latest_unit_is_reserved_before_memories_and_working_memory() -> None:
+    memory = ConversationBufferMemory(token_counter=COUNTER)
+    for m in conversation(10, tools=True):
+        memory.add_message(m.role, m.content, tool_calls=m.tool_calls, tool_call_id=m.tool_call_id)
+    calls = [
+        ToolCall.create(f"big{i}", "search_memory", {"query": f"topic {i}"}) for i in range(30)
+    ]
+    memory.add_message("assistant", "", tool_calls=calls)
+    latest = memory.newest_unit()
+    assert [m.tool_calls for m in latest] == [tuple(calls)]
+    unit = COUNTER.count_messages(latest)
+    budget = int(unit / 0.7)  # the unit takes 70%: less than the shares leave the history
+    wm = working_memory()
+    blocks: list[Block] = [WorkingBlock(wm.get_context_for_llm), RecalledBlock(HITS)]
+
+    def view(n: int) -> Any:
+        return memory.get_view(max_tokens=n)
+
+    without = assemble_context([*blocks, ViewBlock(view)], counter=COUNTER, max_tokens=budget)
+    assert latest[0] not in without.history  # crowded out by the shares when not required
+    built = assemble_context([*blocks, ViewBlock(view, latest)], counter=COUNTER, max_tokens=budget)
+    assert built.history[-1] == latest[0]
+    assert "long_term" in built.ledger
+    assert_exact(built)
+    # ``unit`` counts the reply priming too: the unit alone fits it exactly, not one below.
+    alone = assemble_context([*blocks, ViewBlock(view, latest)], counter=COUNTER, max_tokens=unit)
+    assert (alone.history, alone.token_count) == (latest, unit)
+    with pytest.raises(ContextBudgetError, match="latest message alone take"):
+        assemble_context([*blocks, ViewBlock(view, latest)], counter=COUNTER, max_tokens=unit - 1)
+
+
+def test_a_latest_unit_the_views_summary_crowds_out_is_sent_alone_and_whole() -> None:
+    summarizer = ScriptedChatModel(default="They discussed Python packaging. " * 15)
+    memory = SummaryBufferMemory(
+        llm=summarizer, token_counter=COUNTER, max_tokens=600, auto_summarize=False
+    )
+    for m in conversation(30):
+        memory.add_message(m.role, m.content)
+    assert memory.summarize()
+    memory.add_message("user", "big question " + "detail " * 250)
+    latest = memory.newest_unit()
+    full = memory.get_view()  # the log messages the summary does not cover: shown + omitted
+    eligible = full.omitted + sum(
+        1 for m in full.messages if not m.metadata.get("agentmem_summary")
+    )
+    budget = COUNTER.count_messages(latest) + 100  # no room for the summary as well
+    view = ViewBlock(lambda n: memory.get_view(max_tokens=n), latest)
+    built = assemble_context([view], counter=COUNTER, max_tokens=budget)
+    assert built.history == latest  # whole, not cut to fit after the summary
+    assert built.omitted == {"recent": eligible - 1, "summary": 1}
+    assert_exact(built)
+
+
+def test_check_required_raises_without_asking_for_the_view() -> None:
+    asked: list[int] = []
+
+    def view_for(n: int) -> Any:
+        asked.append(n)
+        raise AssertionError("the view is not needed to check the required parts")
+
+    latest = [Message(role="user", content="word " * 200)]
+    check_required([ViewBlock(view_for, latest)], counter=COUNTER, max_tokens=300)
+    with pytest.raises(ContextBudgetError, match="latest message alone take"):
+        check_required([ViewBlock(view_for, latest)], counter=COUNTER, max_tokens=150)
+    with pytest.raises(ConfigurationError, match="max_tokens must be an integer >= 1"):
+        check_required([QueryBlock("hi")], counter=COUNTER, max_tokens=-1)
+    assert asked == []
+
+
 # -- block checks --------------------------------------------------------------------------
 
 
@@ -437,6 +512,8 @@ def test_a_view_block_gets_the_room_left_and_pack_context_is_the_same_assembly()
             "not both",
         ),
         ([RecalledBlock([], share=1.5)], "share"),
+        ([InstructionsBlock(5)], r"system prompt \(InstructionsBlock\) must be a str, got int"),  # type: ignore[arg-type]
+        ([QueryBlock(None)], r"query \(QueryBlock\) must be a str, got NoneType"),  # type: ignore[arg-type]
         (["text"], "not a context block"),
     ],
 )

@@ -63,3 +63,12 @@ def test_importing_agentmem_loads_no_model_or_framework() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_context_budget_error_is_part_of_the_one_hierarchy() -> None:
+    import agentmem.context
+
+    assert "ContextBudgetError" in agentmem.errors.__all__
+    assert agentmem.ContextBudgetError is agentmem.errors.ContextBudgetError
+    assert agentmem.context.ContextBudgetError is agentmem.errors.ContextBudgetError
+    assert issubclass(agentmem.errors.ContextBudgetError, agentmem.errors.ConfigurationError)

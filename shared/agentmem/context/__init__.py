@@ -15,7 +15,8 @@ Every prompt agentmem builds goes through :func:`assemble_context`:
 Priorities (what is filled first; the drop order is the reverse):
 
 1. required: the system prompt, tool schemas, the query (or a ``MessagesBlock``'s latest
-   unit) and the reply priming; if they alone do not fit, :class:`ContextBudgetError`;
+   unit, or a ``ViewBlock``'s ``latest``) and the reply priming; if they alone do not fit,
+   :class:`ContextBudgetError` (:func:`check_required` raises it before any I/O);
 2. working memory, up to ``WorkingBlock.share`` of the budget (its least important items
    go first, see :meth:`agentmem.WorkingMemory.get_context_for_llm`);
 3. recalled memories, up to ``RecalledBlock.share``, best first, whole lines only;

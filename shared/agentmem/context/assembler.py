@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from agentmem._checks import check_positive_int
 from agentmem.context.blocks import (
     Block,
     InstructionsBlock,
@@ -28,23 +29,25 @@ from agentmem.context.render import (
     render_memory_line,
     render_summary,
 )
-from agentmem.errors import ConfigurationError
+from agentmem.errors import ConfigurationError, ContextBudgetError
 from agentmem.long_term.store import ScoredRecord
 from agentmem.short_term.view import ShortTermView
 from agentmem.tokens import REPLY_PRIMING_TOKENS, TokenCounter
 from agentmem.types import Message
 
-__all__ = ["BuiltContext", "ContextBudgetError", "assemble_context", "pack_context"]
+__all__ = [
+    "BuiltContext",
+    "ContextBudgetError",
+    "assemble_context",
+    "check_max_tokens",
+    "check_required",
+    "pack_context",
+]
 
 #: Sections of the system message, in the order they appear.
 SECTION_ORDER = ("system", "summary", "working_memory", "long_term")
 _SHRINK_TRIES = 4
 B = TypeVar("B")
-
-
-class ContextBudgetError(ConfigurationError):
-    """What must be sent (system prompt, tool schemas, query or latest message, reply
-    priming) does not fit in ``max_tokens``."""
 
 
 @dataclass
@@ -100,6 +103,11 @@ class _Blocks:
             if kind in seen:
                 msg = f"more than one {kind.__name__} given"
                 raise ConfigurationError(msg)
+            texts = InstructionsBlock | SummaryBlock | QueryBlock
+            if isinstance(block, texts) and not isinstance(block.text, str):
+                what, got = _TEXT_KINDS[kind], type(block.text).__name__
+                msg = f"{what} ({kind.__name__}) must be a str, got {got}; pass the text itself"
+                raise ConfigurationError(msg)
             if isinstance(block, WorkingBlock | RecalledBlock) and not 0.0 <= block.share <= 1.0:
                 msg = f"{kind.__name__}.share must be in [0, 1], got {block.share!r}"
                 raise ConfigurationError(msg)
@@ -125,6 +133,13 @@ _KINDS = (
     MessagesBlock,
     QueryBlock,
 )
+
+
+_TEXT_KINDS: dict[type[Any], str] = {
+    InstructionsBlock: "the system prompt",
+    SummaryBlock: "the summary",
+    QueryBlock: "the query",
+}
 
 
 def _one(seen: Mapping[type[Any], Block], kind: type[B]) -> B | None:
@@ -220,7 +235,8 @@ def assemble_context(
 
     Raises:
         ContextBudgetError: What must be sent does not fit.
-        ConfigurationError: A bad block, two of a kind, or a share outside ``[0, 1]``.
+        ConfigurationError: ``max_tokens`` is not an integer >= 1, a bad block, two of a
+            kind, or a share outside ``[0, 1]``.
 
     Example:
         >>> from agentmem import TokenCounter
@@ -231,18 +247,7 @@ def assemble_context(
         >>> built.ledger
         {'system': 7, 'query': 5, 'reply_priming': 3}
     """
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
-        msg = f"max_tokens must be an integer, got {max_tokens!r}"
-        raise ConfigurationError(msg)
-    given = _Blocks(blocks)
-    query = Message(role="user", content=given.query.text) if given.query else None
-    units = given.messages.units if given.messages is not None else ()
-    tail = units[-1] if units and given.messages is not None and given.messages.keep_latest else ()
-    required = [given.messages.messages[i] for i in tail] if given.messages is not None else []
-    request = _Request(counter, tools or [], query, required)
-    if given.instructions is not None and given.instructions.text:
-        request.sections["system"] = given.instructions.text
-    _check_required(request, given, max_tokens)
+    given, request, tail = _required(blocks, counter, max_tokens, tools)
 
     if given.working is not None:
         _fit_working(request, given.working, max_tokens)
@@ -285,9 +290,81 @@ def assemble_context(
         omitted["long_term_in_recent"] = duplicates
     if history.omitted:
         omitted["recent"] = history.omitted
-    if summary and "summary" not in request.sections:
+    if (summary and "summary" not in request.sections) or history.summary_dropped:
         omitted["summary"] = 1
     return _built(request, history, recalled, omitted, max_tokens)
+
+
+def check_required(
+    blocks: Sequence[Block],
+    *,
+    counter: TokenCounter,
+    max_tokens: int,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+) -> None:
+    """Raise what :func:`assemble_context` would raise for what must be sent, without
+    assembling: callers that read and write before they assemble (recalling records each
+    memory's access, rendering working memory deletes expired variables) call it first with
+    the blocks they have, so that a prompt that cannot be built changes nothing.
+
+    Raises:
+        ContextBudgetError: The system prompt, tool schemas, query or latest unit (of a
+            :class:`MessagesBlock`, or a :class:`ViewBlock`'s ``latest``) and the reply
+            priming alone exceed ``max_tokens``.
+        ConfigurationError: ``max_tokens`` is not an integer >= 1, or a bad block.
+
+    Example:
+        >>> from agentmem import TokenCounter
+        >>> check_required([QueryBlock("hi")], counter=TokenCounter("gpt-4o"), max_tokens=100)
+        >>> check_required([QueryBlock("hi " * 50)], counter=TokenCounter("gpt-4o"),
+        ...     max_tokens=20)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        agentmem.errors.ContextBudgetError: query alone take 58 tokens, over max_tokens=20; ...
+    """
+    _required(blocks, counter, max_tokens, tools)
+
+
+def _required(
+    blocks: Sequence[Block],
+    counter: TokenCounter,
+    max_tokens: int,
+    tools: Sequence[Mapping[str, Any]] | None,
+) -> tuple[_Blocks, _Request, Sequence[int]]:
+    """The blocks checked, the request with what must be sent, and the indices of a
+    :class:`MessagesBlock`'s required latest unit; raises if what must be sent overflows."""
+    check_max_tokens(max_tokens)
+    given = _Blocks(blocks)
+    query = Message(role="user", content=given.query.text) if given.query else None
+    units = given.messages.units if given.messages is not None else ()
+    tail = units[-1] if units and given.messages is not None and given.messages.keep_latest else ()
+    required = [given.messages.messages[i] for i in tail] if given.messages is not None else []
+    if given.view is not None:
+        required = list(given.view.latest)
+    request = _Request(counter, tools or [], query, required)
+    if given.instructions is not None and given.instructions.text:
+        request.sections["system"] = given.instructions.text
+    _check_required(request, given, max_tokens)
+    return given, request, tail
+
+
+def check_max_tokens(max_tokens: object) -> int:
+    """``max_tokens`` if it is a usable prompt budget (an ``int`` >= 1), else
+    :class:`~agentmem.errors.ConfigurationError` saying so (``None``, ``"100"``, ``nan``,
+    ``-1``). :func:`assemble_context` and :func:`check_required` call it; so do the
+    objects that take a budget when they are made (the LangChain middleware).
+
+    Example:
+        >>> check_max_tokens(2000)
+        2000
+        >>> check_max_tokens("100")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        agentmem.errors.ConfigurationError: max_tokens must be an integer >= 1, got '100'; ...
+    """
+    return check_positive_int(
+        max_tokens, "max_tokens", hint="; pass the prompt's token budget, e.g. max_tokens=2000"
+    )
 
 
 def _check_required(request: _Request, given: _Blocks, max_tokens: int) -> None:
@@ -389,6 +466,7 @@ class _History:
         self.tokens = 0  # of ``messages``, as the view or the walk counted them
         self.kept: list[int] = []
         self.omitted = 0
+        self.summary_dropped = False  # a view's summary message, left out for its latest unit
 
     def fill(self) -> None:
         if self.view_block is not None:
@@ -397,11 +475,28 @@ class _History:
             self._fill_messages(self.messages_block)
 
     def _fill_view(self, view_for: Callable[[int], ShortTermView]) -> None:
-        room = self.max_tokens - self.request.total()
+        # The view's latest unit, when required, was reserved in the request's total: the
+        # view gets that room back, shows the unit first (it fills newest first), and
+        # anything else only in what is left.
+        request = self.request
+        room = self.max_tokens - request.total() + request.required_tokens
         view = view_for(room + REPLY_PRIMING_TOKENS) if room > 0 else None
         self.messages = list(view.messages) if view is not None else []
         self.tokens = view.token_count - REPLY_PRIMING_TOKENS if view is not None else 0
         self.omitted = view.omitted if view is not None else 0
+        self.summary_dropped = False
+        shown = {(m.id, m.content) for m in self.messages}
+        if all((m.id, m.content) in shown for m in request.required):
+            return
+        # The view's own head (system messages, its summary) or its own cap crowded the unit
+        # out, or cut it: send the unit alone, whole, in the room reserved for it.
+        required = {m.id for m in request.required}
+        logged = [m for m in self.messages if not m.metadata.get("agentmem_summary")]
+        self.summary_dropped = len(logged) < len(self.messages)
+        self.omitted += sum(1 for m in logged if m.id not in required)
+        self.omitted -= len(required - {m.id for m in logged})
+        self.messages = list(request.required)
+        self.tokens = request.required_tokens
 
     def _fill_messages(self, block: MessagesBlock) -> None:
         counter, messages = self.request.counter, block.messages

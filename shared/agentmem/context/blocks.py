@@ -137,6 +137,15 @@ class ViewBlock:
     ``lambda n: short_term.get_view(max_tokens=n, refresh=False)``. O(view), never
     O(history): the short-term memory tokenizes each message once.
 
+    Args:
+        view_for: ``(max_tokens) -> ShortTermView``.
+        latest: The memory's newest unit (:meth:`ShortTermMemory.newest_unit
+            <agentmem.ShortTermMemory.newest_unit>`), required as a
+            :class:`MessagesBlock`'s latest unit is: its room is kept before anything else
+            is packed, it is always sent whole (alone, if the view's own summary or cap
+            would crowd it out), and :class:`~agentmem.errors.ContextBudgetError` is raised
+            when it does not fit. Empty (the default): the view fits what it can.
+
     Example:
         >>> from agentmem import ConversationBufferMemory
         >>> memory = ConversationBufferMemory()
@@ -146,6 +155,7 @@ class ViewBlock:
     """
 
     view_for: Callable[[int], ShortTermView]
+    latest: Sequence[Message] = ()
     key: ClassVar[str] = "recent"
 
 

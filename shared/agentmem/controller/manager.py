@@ -39,6 +39,7 @@ from agentmem.context import (
     ViewBlock,
     WorkingBlock,
     assemble_context,
+    check_required,
 )
 from agentmem.controller.builder import ManagerBuilder
 from agentmem.controller.config import ManagerConfig, ManagerSettings
@@ -48,6 +49,7 @@ from agentmem.controller.forgetting import ForgettingPolicy, ForgettingReport
 from agentmem.controller.retrieval import MemoryRetriever, Strategy
 from agentmem.controller.scheduler import ConsolidationQueue, ConsolidationScheduler
 from agentmem.embeddings import Embedder
+from agentmem.errors import InvalidMessageError
 from agentmem.inspector.recent import RecentContexts
 from agentmem.llm import ChatModel
 from agentmem.long_term.memory import LongTermMemory
@@ -282,9 +284,29 @@ class MemoryManager:
 
         Returns the consolidation report if it ran here (never in background mode).
 
+        Raises:
+            InvalidMessageError: ``user_input`` or ``assistant_response`` is not a string
+                (``None`` included), or ``metadata`` is not a mapping of JSON values.
+                Nothing is recorded.
+
         Example:
             >>> mem.process_interaction("I only write Python", "Noted.")  # doctest: +SKIP
         """
+        for name, text in (("user_input", user_input), ("assistant_response", assistant_response)):
+            if not isinstance(text, str):
+                got = "None" if text is None else type(text).__name__
+                msg = (
+                    f"{name} must be the message text (a str), got {got}; "
+                    "to record a lone message, use record_messages([...])"
+                )
+                raise InvalidMessageError(msg)
+        if metadata is not None and not isinstance(metadata, Mapping):
+            msg = (
+                f"metadata must be a mapping of JSON values or None, got "
+                f"{type(metadata).__name__} {metadata!r:.60}; "
+                "pass e.g. metadata={'channel': 'web'}"
+            )
+            raise InvalidMessageError(msg)
         meta = dict(metadata or {})
         exchange = [
             Message.create("user", user_input, metadata=meta),
@@ -394,17 +416,29 @@ class MemoryManager:
         comes first (recall, the session's new messages and summary, expired working-memory
         variables); the assembly then reads memory only and renders each block once.
 
+        Raises:
+            ConfigurationError: ``max_tokens`` is not an integer >= 1 (``None``, ``"100"``,
+                ``nan``, ``-1``); raised before anything is read or written.
+            ContextBudgetError: The system prompt and the query alone exceed ``max_tokens``;
+                also raised before anything is read or written.
+
         Example:
             >>> ctx = mem.build_context("which language?", max_tokens=2000)  # doctest: +SKIP
             >>> sum(ctx.ledger.values()) == ctx.token_count  # doctest: +SKIP
             True
         """
-        retriever = self.retriever
-        hits = yield from call(retriever.recall, retriever.arecall, query, strategy, top_k)
-        blocks: list[Block] = [RecalledBlock(hits)]
+        blocks: list[Block] = []
         prompt = system_prompt if system_prompt is not None else self.system_prompt
         if prompt:
             blocks.append(InstructionsBlock(prompt))
+        if include_query and query:
+            blocks.append(QueryBlock(query))
+        # Before any I/O, since recalling records each memory's access and rendering working
+        # memory purges expired variables: a prompt that cannot be built changes nothing.
+        check_required(blocks, counter=self.token_counter, max_tokens=max_tokens)
+        retriever = self.retriever
+        hits = yield from call(retriever.recall, retriever.arecall, query, strategy, top_k)
+        blocks.append(RecalledBlock(hits))
         if strategy in ("working", "hybrid"):
             working = self.working
             room = WorkingBlock.room(max_tokens)
@@ -416,8 +450,6 @@ class MemoryManager:
             short_term = self.short_term
             yield from call(short_term.refresh, short_term.arefresh)
             blocks.append(ViewBlock(lambda n: short_term.get_view(max_tokens=n, refresh=False)))
-        if include_query and query:
-            blocks.append(QueryBlock(query))
         built = assemble_context(blocks, counter=self.token_counter, max_tokens=max_tokens)
         if self.recent_contexts is not None:
             self.recent_contexts.add(self.user_id, self.session_id, query, built)

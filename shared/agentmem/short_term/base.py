@@ -174,6 +174,37 @@ class ShortTermMemory(ABC):
             return self._view(check_limit(max_tokens, "max_tokens"))
 
     @twin
+    def newest_unit(self, *, refresh: bool = True) -> Program[list[Message]]:
+        """The log's newest unit, as views keep it together: an assistant message with tool
+        calls and the tool results that follow it, or one message (``[]``: none).
+
+        With ``preserve_system``, system messages lead every view and are skipped here;
+        orphan tool results are skipped, as views skip them. Give it to
+        :class:`~agentmem.context.ViewBlock` as ``latest`` to require it in a prompt.
+
+        Args:
+            refresh: Read new messages from the store first (callers that just refreshed
+                pass ``False``, as for :meth:`get_view`).
+
+        Example:
+            >>> from agentmem import ConversationBufferMemory
+            >>> memory = ConversationBufferMemory()
+            >>> _ = memory.add_message("user", "weather in Oslo?")
+            >>> [m.content for m in memory.newest_unit()]
+            ['weather in Oslo?']
+        """
+        if refresh:
+            yield from self._refresh()
+        with self._lock:
+            log = self._log
+            for unit in log.units_backwards(0, skip_system=self.preserve_system):
+                if not unit.orphan:
+                    return log.messages[unit.start : unit.stop]
+        return []
+
+    anewest_unit = async_twin(newest_unit)
+
+    @twin
     def get_messages(self) -> Program[list[dict[str, Any]]]:
         """The budgeted view as OpenAI-style ``{"role", "content", ...}`` dicts."""
         return (yield from self._get_view()).to_dicts()
