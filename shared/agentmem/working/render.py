@@ -155,8 +155,8 @@ def _note(omitted: list[_Item]) -> str | None:
 def _assemble(chosen: list[_Item], note: str | None, state: WorkingState, tags: bool) -> str:
     if not chosen:
         return ""
-    header, footer = _frame(tags)
-    lines = [header]
+    first, last = _frame(tags)
+    lines = [first]
     for section in _SECTIONS:
         members = sorted((it for it in chosen if it.section == section), key=lambda it: it.order)
         if not members:
@@ -167,8 +167,8 @@ def _assemble(chosen: list[_Item], note: str | None, state: WorkingState, tags: 
         lines.extend(it.line for it in members)
     if note is not None:
         lines.append(note)
-    if footer is not None:
-        lines.append(footer)
+    if last is not None:
+        lines.append(last)
     return "\n".join(lines)
 
 
