@@ -88,7 +88,10 @@ class AgentMemoryMiddleware(AgentMiddleware):
         consolidate: ``"threshold"`` (the default: as the manager's
             ``consolidate_every_tokens`` and ``background`` say; by default every turn, in
             the background), ``"every_turn"`` (every turn, in the model call, before the
-            answer is returned) or ``"never"`` (only record the conversation).
+            answer is returned) or ``"never"`` (the middleware starts none: it records the
+            conversation, and the manager's own ``consolidate_every_tokens`` still applies;
+            build the manager or service with ``consolidate_every_tokens=None`` to keep
+            conversations out of long-term memory).
         record_turns: Record each finished exchange in the session log.
         user_key: Name of the user id in the runtime context (attribute or key).
     """
