@@ -25,15 +25,23 @@ pytestmark = pytest.mark.integration
 DIM = 64
 
 
+GATES: list[threading.Event] = []
+
+
 @pytest.fixture
 def service(tmp_path: Path) -> Iterator[MemoryService]:
     with MemoryService.open(tmp_path, embedder=HashingEmbedder(DIM)) as service:
-        yield service
+        try:
+            yield service
+        finally:  # a failed test must not leave close() waiting on a held worker
+            while GATES:
+                GATES.pop().set()
 
 
 def hold_the_worker(queue: ConsolidationQueue) -> threading.Event:
     """Occupy the queue's only worker until the returned event is set."""
     gate = threading.Event()
+    GATES.append(gate)
     assert queue.submit("blocker", gate.wait) is not None
     while queue.pending:  # the worker took the blocker
         time.sleep(0.01)
