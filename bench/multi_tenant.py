@@ -15,6 +15,18 @@ The baseline is the same agent without the middleware, in the same run. A timing
 outside both measures each model call (everything inside it: our middleware, the model); the
 memory layer's overhead per call is ours minus the baseline's.
 
+Two consolidation settings run in the same run, each on its own threads (``thread_id``s),
+the old one twice (two identical systems: their difference is the run's noise):
+the old default (``consolidate_every_tokens=2000``: a short conversation never reaches it,
+so nothing is consolidated while the users talk) and the default (every turn, in the
+service's background worker, bursts of one session coalesced into one job). The systems
+run round by round (one turn of every user), in a rotating order, so a change in the
+machine's load reaches all of them alike. After each round of a system the benchmark waits
+with ``service.wait_for_consolidation()``: the background work of a round runs during that
+round's model calls (which is what is measured) and never during another system's. Reported
+with it: the time spent waiting after the rounds ("drain s") and how many turns were in
+long-term memory at the end ("consolidated"; an explicit ``consolidate()`` takes the rest).
+
 Checked in the same run: every request the model saw holds no other user's memory (each user
 has a unique seeded fact), and every turn is in its session exactly once.
 Reported: per-call p50/p95 ms (ours, baseline, overhead), turns/s, peak RSS.
@@ -50,6 +62,16 @@ def fact(user: str) -> str:
 
 def question(user: str, turn: int) -> str:
     return f"I am {user}. Which pens do I collect? Question {turn} of today."
+
+
+# The memory systems timed against the baseline: label, thread-id suffix, and the
+# consolidation threshold their handles are built with (None: the default). The old default
+# runs twice: how far apart two identical systems land is the noise of the run.
+SYSTEMS: tuple[tuple[str, str, int | None], ...] = (
+    ("agentmem, old default (every 2,000 tokens)", "old", 2000),
+    ("agentmem, default (every turn, background)", "new", None),
+    ("agentmem, old default again (noise control)", "old2", 2000),
+)
 
 
 def build(service: Any, *, with_memory: bool) -> tuple[Any, list[float], list[list[Any]]]:
@@ -106,19 +128,19 @@ def build(service: Any, *, with_memory: bool) -> tuple[Any, list[float], list[li
     return agent, timings, seen
 
 
-def drive(agent: Any, users: list[str], turns: int, mode: str, threads: int) -> float:
-    """Run every user's turns; return the wall time in seconds."""
+def drive(agent: Any, users: list[str], turns: range, mode: str, threads: int, tag: str) -> float:
+    """Run these turns of every user (thread ``{user}-{tag}``); return the wall time in s."""
 
     def payload(user: str, turn: int) -> tuple[dict[str, Any], dict[str, Any]]:
         inputs = {"messages": [{"role": "user", "content": question(user, turn)}]}
-        options = {"context": Ctx(user_id=user), "config": {"configurable": {"thread_id": user}}}
-        return inputs, options
+        thread = {"configurable": {"thread_id": f"{user}-{tag}"}}
+        return inputs, {"context": Ctx(user_id=user), "config": thread}
 
     start = time.perf_counter()
     if mode == "threads":
 
         def run(user: str) -> None:
-            for turn in range(turns):
+            for turn in turns:
                 inputs, options = payload(user, turn)
                 agent.invoke(inputs, **options)
 
@@ -127,7 +149,7 @@ def drive(agent: Any, users: list[str], turns: int, mode: str, threads: int) -> 
     else:
 
         async def arun(user: str) -> None:
-            for turn in range(turns):
+            for turn in turns:
                 inputs, options = payload(user, turn)
                 await agent.ainvoke(inputs, **options)
 
@@ -138,21 +160,27 @@ def drive(agent: Any, users: list[str], turns: int, mode: str, threads: int) -> 
     return time.perf_counter() - start
 
 
-def check(service: Any, users: list[str], turns: int, seen: list[list[Any]]) -> dict[str, int]:
+def check(
+    service: Any, users: list[str], turns: int, seen: list[list[Any]], tag: str
+) -> dict[str, int]:
     leaks = 0
     for request in seen:
         text = "\n".join(m.text for m in request)
         owner = next(u for u in users if f"I am {u}." in text)
         leaks += sum(1 for u in users if u != owner and fact(u) in text)
-    lost = duplicated = 0
+    lost = duplicated = left = 0
     for user in users:
-        log_ = service.manager(user, user).short_term.get_log()
+        manager = service.manager(user, f"{user}-{tag}")
+        log_ = manager.short_term.get_log()
         asked = [m.content for m in log_ if m.role == "user"]
         for turn in range(turns):
             n = asked.count(question(user, turn))
             lost += n == 0
             duplicated += max(0, n - 1)
-    return {"leaks": leaks, "lost": lost, "duplicated": duplicated}
+        # What an explicit run still finds: messages the background never consolidated.
+        left += manager.consolidate().messages
+    consolidated = len(users) * turns - left // 2
+    return {"leaks": leaks, "lost": lost, "duplicated": duplicated, "consolidated": consolidated}
 
 
 def run_mode(args: argparse.Namespace, mode: str) -> list[dict[str, Any]]:
@@ -163,32 +191,65 @@ def run_mode(args: argparse.Namespace, mode: str) -> list[dict[str, Any]]:
     with tempfile.TemporaryDirectory() as home, MemoryService.open(home) as service:
         for user in users:
             service.manager(user, f"{user}-seed").remember(fact(user))
-        results = {}
-        for system, with_memory in (("baseline (no memory)", False), ("agentmem", True)):
-            agent, timings, seen = build(service, with_memory=with_memory)
-            log(f"{mode}: {system} ...")
-            wall = drive(agent, users, args.turns, mode, args.threads)
-            results[system] = (timings, wall, seen)
-        service.manager(users[0], users[0]).wait_for_background()
-        base_timings = results["baseline (no memory)"][0]
-        seen = results["agentmem"][2]
-        checks = check(service, users, args.turns, seen)
-    base50, base95 = percentile(base_timings, 50), percentile(base_timings, 95)
-    for system, (timings, wall_s, _) in results.items():
-        p50, p95 = percentile(timings, 50), percentile(timings, 95)
-        row = {
-            "mode": mode,
-            "system": system,
-            "calls": len(timings),
-            "p50 ms": p50,
-            "p95 ms": p95,
-            "turns/s": args.users * args.turns / wall_s,
-            "x baseline p50": p50 / base50,
-        }
-        if system == "agentmem":
-            row |= {"overhead p50 ms": p50 - base50, "overhead p95 ms": p95 - base95, **checks}
-        rows.append(row)
+        default_threshold = service.consolidate_every_tokens
+        # Untimed warm-up of the memory path (graph, tokenizer, model caches) on threads of
+        # its own, so the first system timed does not pay it.
+        warm, _, _ = build(service, with_memory=True)
+        drive(warm, users, range(1), mode, args.threads, "warm")
+        service.wait_for_consolidation()
+        systems = [("baseline (no memory)", "base", None), *SYSTEMS]
+        agents = {tag: build(service, with_memory=tag != "base") for _, tag, _ in systems}
+        wall = dict.fromkeys(agents, 0.0)
+        drain = dict.fromkeys(agents, 0.0)
+        # Round by round (one turn of every user), the systems take turns, in a rotating
+        # order, so a change in the machine's load reaches all of them alike. After each
+        # round of a system, its background consolidation is drained (and timed): what it
+        # costs the model calls is measured while it runs, never in another system's round.
+        for turn in range(args.turns):
+            log(f"{mode}: round {turn + 1} of {args.turns}")
+            shift = turn % len(systems)
+            for _, tag, threshold in systems[shift:] + systems[:shift]:
+                # This system's handles are built (on its first round) with its threshold.
+                service.consolidate_every_tokens = threshold or default_threshold
+                agent = agents[tag][0]
+                wall[tag] += drive(agent, users, range(turn, turn + 1), mode, args.threads, tag)
+                start = time.perf_counter()
+                if not service.wait_for_consolidation(timeout=3600):
+                    raise SystemExit("consolidation did not drain within an hour")
+                drain[tag] += time.perf_counter() - start
+        base_timings = agents["base"][1]
+        rows.append(row_of(mode, systems[0][0], base_timings, wall["base"], base_timings, args))
+        for system, tag, _ in SYSTEMS:
+            _, timings, seen = agents[tag]
+            row = row_of(mode, system, timings, wall[tag], base_timings, args)
+            row |= {"drain s": drain[tag], **check(service, users, args.turns, seen, tag)}
+            rows.append(row)
     return rows
+
+
+def row_of(
+    mode: str,
+    system: str,
+    timings: list[float],
+    wall_s: float,
+    base_timings: list[float],
+    args: argparse.Namespace,
+) -> dict[str, Any]:
+    """One table row: per-call percentiles, their ratio and difference to the baseline."""
+    p50, p95 = percentile(timings, 50), percentile(timings, 95)
+    base50, base95 = percentile(base_timings, 50), percentile(base_timings, 95)
+    row: dict[str, Any] = {
+        "mode": mode,
+        "system": system,
+        "calls": len(timings),
+        "p50 ms": p50,
+        "p95 ms": p95,
+        "turns/s": args.users * args.turns / wall_s,
+        "x baseline p50": p50 / base50,
+    }
+    if timings is not base_timings:
+        row |= {"overhead p50 ms": p50 - base50, "overhead p95 ms": p95 - base95}
+    return row
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -210,6 +271,8 @@ def main(argv: list[str] | None = None) -> int:
         "overhead p50 ms",
         "overhead p95 ms",
         "turns/s",
+        "drain s",
+        "consolidated",
         "leaks",
         "lost",
         "duplicated",

@@ -149,7 +149,9 @@ class WorkingMemoryBlock(BaseMemoryBlock[str]):
     """agentmem working memory as a ``Memory`` block (see the module docstring).
 
     It takes no flushed messages (``accept_short_term_memory`` is off); each put counts a
-    turn, so turn-limited variables expire.
+    turn, so turn-limited variables expire. ``Memory`` puts the block between tags named
+    after it (``<working_memory>``), so the block itself renders without tags: its label
+    line and its items.
 
     Example:
         >>> from agentmem import WorkingMemory
@@ -188,7 +190,9 @@ class WorkingMemoryBlock(BaseMemoryBlock[str]):
         return self._working
 
     async def _aget(self, messages: list[ChatMessage] | None = None, **block_kwargs: Any) -> str:
-        return await self._working.aget_context_for_llm(self.max_tokens)
+        # Memory puts each block between tags named after it (<working_memory> here): the
+        # block's own tags would nest inside them.
+        return await self._working.aget_context_for_llm(self.max_tokens, tags=False)
 
     async def _aput(self, messages: list[ChatMessage]) -> None:
         await self._working.aadvance_turn()
@@ -198,7 +202,7 @@ class WorkingMemoryBlock(BaseMemoryBlock[str]):
         target = self._counter.count_text(content) - tokens_to_truncate
         if target <= 0:
             return None
-        text = await self._working.aget_context_for_llm(target)
+        text = await self._working.aget_context_for_llm(target, tags=False)
         return text or None
 
 

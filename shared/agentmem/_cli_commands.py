@@ -142,10 +142,11 @@ def forget_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def export_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """``agentmem export FILE --user U [--vectors]``: the memories as JSONL, lossless;
-    ``--vectors`` adds each dense vector (loads the model) so an import needs none."""
+    """``agentmem export FILE --user U [--vectors] [--force]``: the memories as JSONL,
+    lossless; ``--vectors`` adds each dense vector (loads the model) so an import needs none.
+    An existing ``FILE`` is replaced only with ``--force``."""
     path = Path(args.file)
-    check_output_file(path, "export file")
+    check_output_file(path, "export file", force=args.force)
     memory, embedder = _reading(args)
     try:
         from agentmem.long_term import RecordFilter

@@ -8,6 +8,7 @@ from datetime import timedelta
 from typing import TextIO
 
 from agentmem import _cli_common as common
+from agentmem._text import shorten
 from agentmem.errors import ConfigurationError
 from agentmem.types import utcnow
 
@@ -81,18 +82,24 @@ def demo_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         ctx = two.build_context(
             SESSION_TWO_QUERY, max_tokens=args.max_tokens, system_prompt=SYSTEM_PROMPT
         )
-        out.write("\nRecalled from session one:\n")
+        out.write("\nRecalled from session one (relevance: higher is closer to the question):\n")
         for hit in ctx.recalled:
-            text = " ".join(hit.record.content.split())
-            out.write(f"  {hit.score:.4f}  {text[:90]}\n")
-        out.write(f"\nPrompt: {len(ctx.messages)} messages, {ctx.token_count} tokens")
-        out.write(f" (budget {ctx.max_tokens}, {two.token_counter.encoding_name}). Ledger:\n")
+            out.write(f'  relevance {hit.score:.2f}: "{shorten(hit.record.content, 90)}"\n')
+        out.write(
+            f"\nPrompt: {len(ctx.messages)} messages, {ctx.token_count} tokens of a "
+            f"{ctx.max_tokens}-token budget (tokenizer {two.token_counter.encoding_name}).\n"
+            "Tokens by section:\n"
+        )
         for section, tokens in ctx.ledger.items():
-            out.write(f"  {section:<14} {tokens:>5}\n")
-        out.write(f"  {'total':<14} {sum(ctx.ledger.values()):>5}\n")
-        later = utcnow() + timedelta(days=180)
-        out.write("\nForgetting, dry run as of 180 days from now if nothing is used meanwhile:\n")
-        forgetting = two.forget(dry_run=True, policy=ForgettingPolicy(clock=lambda: later))
+            out.write(f"  {section:<14} {tokens:>5} tokens\n")
+        out.write(f"  {'total':<14} {sum(ctx.ledger.values()):>5} tokens\n")
+        policy = ForgettingPolicy(clock=lambda: utcnow() + timedelta(days=180))
+        out.write(
+            "\nForgetting, dry run as of 180 days from now if nothing is used meanwhile.\n"
+            f"Retention: 1 when fresh, halving every {policy.half_life_days:g} days unused "
+            f"(slower for important memories); forgotten below {policy.min_retention:g}.\n"
+        )
+        forgetting = two.forget(dry_run=True, policy=policy)
         out.write("\n".join("  " + line for line in forgetting.to_text().splitlines()) + "\n")
     finally:
         two.close()

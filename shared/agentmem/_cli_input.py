@@ -397,10 +397,14 @@ def _vector(
     return tuple(float(x) for x in vector)
 
 
-def check_output_file(path: Path, what: str) -> None:
-    """Refuse an output path that is a directory or whose directory does not exist."""
+def check_output_file(path: Path, what: str, *, force: bool = False) -> None:
+    """Refuse an output path that is a directory, whose directory does not exist, or (unless
+    ``force``) that exists already."""
     if path.is_dir():
         msg = f"{path} is a directory; pass the path of the {what} to write"
+        raise InvalidValueError(msg)
+    if not force and (path.exists() or path.is_symlink()):
+        msg = f"{path} exists already; pass --force to replace it, or choose another path"
         raise InvalidValueError(msg)
     parent = path.parent if str(path.parent) else Path()
     if not parent.is_dir():

@@ -8,7 +8,8 @@ Commands (each honours ``--home`` / ``AGENTMEM_HOME``)::
     agentmem context QUERY --user U       the packed prompt and its token ledger
     agentmem forget --user U [--dry-run]  a forgetting pass
     agentmem stats --user U               memories by type, disk use (allocated blocks)
-    agentmem export FILE --user U         memories as JSONL (lossless; --vectors adds vectors)
+    agentmem export FILE --user U         memories as JSONL (lossless; --vectors adds vectors;
+                                          an existing FILE is replaced only with --force)
     agentmem import FILE --user U         memories from such a file
     agentmem inspect [--port P]           browse the memories in a local web page
 
@@ -24,10 +25,16 @@ Output: results go to stdout. stderr carries only
 * errors: one line, ``agentmem: <what is wrong and how to fix it>``; warnings the library
   logs (under the ``agentmem`` logger) likewise, as ``agentmem: warning: ...``.
 
-Exit status: 0 on success; 1 for a mistake in a file, a value or the data (a missing or
-unreadable file, a malformed line, an unknown user, ``--max-tokens 0``, a locked store...),
-reported before any model loads and before anything is written; 2 for a command line
-argparse cannot parse; 130 when interrupted.
+Exit status: 0 on success, and when the reader of stdout goes away (``agentmem stats | head
+-1``: the command stops quietly, as Unix tools do); 1 for a mistake in a file, a value or the
+data (a missing or unreadable file, a malformed line, an unknown user, ``--max-tokens 0``, an
+export file that exists, a home another process holds...), reported before any model loads
+and before anything is written; 2 for a command line argparse cannot parse; 130 when
+interrupted.
+
+A home another process holds (the embedded stores allow one process at a time) is reported
+with what to stop, or the server settings (``AGENTMEM_QDRANT_URL``, ``AGENTMEM_REDIS_URL``)
+that let several processes share memories.
 
 Only ``demo``, ``ingest``, ``search``, ``context``, ``export --vectors`` and an ``import`` of
 records without vectors load the embedding model (torch); ``inspect`` loads it when one of
@@ -37,12 +44,13 @@ its pages searches; the others never import it.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from agentmem._lazy import load_module
-from agentmem.errors import AgentMemError
+from agentmem.errors import AgentMemError, StoreLockedError
 
 __all__ = ["main"]
 
@@ -60,57 +68,163 @@ def _deferred(module: str, name: str) -> Command:
     return run
 
 
+INGEST_FORMATS = """\
+file formats:
+  JSONL, one chat message per line (blank lines are skipped):
+    {"role": "user", "content": "I indent Python with tabs", "session_id": "chat-1"}
+    {"role": "assistant", "content": "Noted.", "session_id": "chat-1"}
+  role (user, assistant, system or tool) and content are required; optional: session_id
+  (default: --session, else one new session), name, timestamp (ISO 8601), tool_calls,
+  tool_call_id (on tool messages), metadata (an object). Each session's messages are
+  appended to its conversation and consolidated into long-term memory.
+
+  LoCoMo-style JSON, one list of samples:
+    [{"sample_id": "s1", "conversation": {"session_1": [
+        {"dia_id": "D1:1", "speaker": "Ann", "text": "I moved to Oslo"}]}}]
+  each turn becomes one episodic memory.
+"""
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="agentmem",
         description="Tiered memory for LLM agents.",
         epilog="Results go to stdout; status lines, progress and errors to stderr.",
     )
-    parser.add_argument("--home", help="data directory (default: $AGENTMEM_HOME or per-user dir)")
+    parser.add_argument(
+        "--home",
+        help="data directory of the memories (default: $AGENTMEM_HOME, else the per-user "
+        "data directory, ~/.local/share/agentmem on Linux); with AGENTMEM_QDRANT_URL and "
+        "AGENTMEM_REDIS_URL set, the servers hold them instead",
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def command(name: str, module: str, func: str, help: str) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help, description=help)
+    def command(
+        name: str, module: str, func: str, help: str, epilog: str | None = None
+    ) -> argparse.ArgumentParser:
+        p = sub.add_parser(
+            name,
+            help=help,
+            description=help,
+            epilog=epilog,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         p.set_defaults(func=_deferred(f"agentmem.{module}", func))
         required = name not in ("demo", "inspect")
         p.add_argument(
             "--user",
             required=required,
             default="demo-user" if name == "demo" else None,
-            help="whose memories (ids: A-Z a-z 0-9 _ . : @ -)",
+            help="whose memories (ids: A-Z a-z 0-9 _ . : @ -; "
+            + (
+                "required)"
+                if required
+                else "default: demo-user)"
+                if name == "demo"
+                else "default: every user)"
+            ),
         )
         return p
 
     cmds = "_cli_commands"
     demo = command("demo", "_cli_demo", "demo_command", "two scripted sessions, offline")
-    demo.add_argument("--max-tokens", type=int, default=600, help="budget of the context")
-    ingest = command(
-        "ingest", cmds, "ingest_command", "ingest JSONL chat messages or a LoCoMo-style file"
+    demo.add_argument(
+        "--max-tokens",
+        type=int,
+        default=600,
+        help="token budget of the prompt built in session two (default: %(default)s)",
     )
-    ingest.add_argument("file", help="JSONL (one message per line) or LoCoMo-style JSON")
-    ingest.add_argument("--session", help="session id for JSONL messages without one")
+    ingest = command(
+        "ingest",
+        cmds,
+        "ingest_command",
+        "ingest JSONL chat messages or a LoCoMo-style file",
+        epilog=INGEST_FORMATS,
+    )
+    ingest.add_argument(
+        "file", help="JSONL (one message per line) or LoCoMo-style JSON (formats below)"
+    )
+    ingest.add_argument(
+        "--session",
+        help="session id of the JSONL messages that name none (default: a new session id)",
+    )
     search = command("search", cmds, "search_command", "search long-term memories")
-    search.add_argument("query")
-    search.add_argument("--top-k", type=int, default=5)
-    search.add_argument("--mode", choices=["hybrid", "dense", "bm25"], default=None)
-    search.add_argument("--history", action="store_true", help="include superseded memories")
-    search.add_argument("--explain", action="store_true", help="show each part of the score")
+    search.add_argument("query", help="what to search for, e.g. 'tabs or spaces?'")
+    search.add_argument(
+        "--top-k", type=int, default=5, help="most memories to show (default: %(default)s)"
+    )
+    search.add_argument(
+        "--mode",
+        choices=["hybrid", "dense", "bm25"],
+        default=None,
+        help="hybrid (dense and keyword search fused), dense (embeddings only) or bm25 "
+        "(keywords only) (default: hybrid)",
+    )
+    search.add_argument(
+        "--history",
+        action="store_true",
+        help="include superseded memories (default: current ones only)",
+    )
+    search.add_argument(
+        "--explain",
+        action="store_true",
+        help="show each part of each score (default: the score only)",
+    )
     context = command("context", cmds, "context_command", "show the packed prompt for a query")
-    context.add_argument("query")
-    context.add_argument("--session", help="resume this session's conversation")
-    context.add_argument("--max-tokens", type=int, default=2000)
+    context.add_argument("query", help="the user's next message the prompt is built for")
+    context.add_argument(
+        "--session",
+        help="resume this session's conversation (default: a new, empty session)",
+    )
+    context.add_argument(
+        "--max-tokens",
+        type=int,
+        default=2000,
+        help="token budget of the whole prompt (default: %(default)s)",
+    )
     forget = command("forget", cmds, "forget_command", "run a forgetting pass")
-    forget.add_argument("--dry-run", action="store_true", help="report, delete nothing")
-    forget.add_argument("--min-retention", type=float, default=0.05)
-    forget.add_argument("--max-age-days", type=float, default=None)
-    forget.add_argument("--max-memories", type=int, default=None)
+    forget.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="report what would be forgotten, delete nothing (default: delete)",
+    )
+    forget.add_argument(
+        "--min-retention",
+        type=float,
+        default=0.05,
+        help="forget memories whose retention (0-1: it halves every 30 days unused, slower "
+        "for important or often used ones) is below this (default: %(default)s)",
+    )
+    forget.add_argument(
+        "--max-age-days",
+        type=float,
+        default=None,
+        help="also forget memories unused for more days than this, except important ones "
+        "(default: no age limit)",
+    )
+    forget.add_argument(
+        "--max-memories",
+        type=int,
+        default=None,
+        help="keep at most this many memories, forgetting the lowest retention first "
+        "(default: no limit)",
+    )
     command("stats", "_cli_stats", "stats_command", "memories by type and disk use")
     export = command("export", cmds, "export_command", "export memories as JSONL")
-    export.add_argument("file", help="the JSONL file to write (replaced only when complete)")
+    export.add_argument(
+        "file",
+        help="the JSONL file to write (written to a temporary file, renamed when complete)",
+    )
     export.add_argument(
         "--vectors",
         action="store_true",
-        help="add each memory's vector (loads the model) so importing needs no model",
+        help="add each memory's vector (loads the model) so importing needs no model "
+        "(default: no vectors)",
+    )
+    export.add_argument(
+        "--force",
+        action="store_true",
+        help="replace FILE if it exists (default: refuse to overwrite it)",
     )
     imp = command("import", cmds, "import_command", "import memories from an export file")
     imp.add_argument(
@@ -120,10 +234,18 @@ def _parser() -> argparse.ArgumentParser:
         "inspect", "_cli_inspect", "inspect_command", "browse the memories in a local web page"
     )
     # Also after the command (`agentmem inspect --home H`); SUPPRESS keeps the global one.
-    inspect.add_argument("--home", default=argparse.SUPPRESS, help="data directory")
-    inspect.add_argument("--host", default="127.0.0.1", help="interface to bind")
+    inspect.add_argument(
+        "--home",
+        default=argparse.SUPPRESS,
+        help="data directory (default: the global --home, else $AGENTMEM_HOME)",
+    )
+    inspect.add_argument(
+        "--host", default="127.0.0.1", help="interface to bind (default: %(default)s)"
+    )
     inspect.add_argument("--port", type=int, default=0, help="port (default: any free one)")
-    inspect.add_argument("--no-browser", action="store_true", help="only print the URL")
+    inspect.add_argument(
+        "--no-browser", action="store_true", help="only print the URL (default: open a browser)"
+    )
     inspect.add_argument(
         "--allow-edits", action="store_true", help="allow forgetting, pinning, correcting"
     )
@@ -138,15 +260,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         >>> main(["--home", tempfile.mkdtemp(), "stats", "--user", "nobody"])  # nothing there
         1
     """
+    out, err = sys.stdout, sys.stderr
+    try:
+        try:
+            code = _run(argv, out, err)
+        finally:
+            out.flush()  # a closed pipe shows here, not at exit (also after --help)
+    except BrokenPipeError:
+        # The reader went away (`agentmem stats | head -1`): stop quietly with status 0, as
+        # Unix tools do. Python flushes stdout again at exit; point it at devnull first.
+        _discard_output(out)
+        return 0
+    return code
+
+
+def _run(argv: Sequence[str] | None, out: TextIO, err: TextIO) -> int:
+    """Parse the command line and run the command; user mistakes become one stderr line."""
     args = _parser().parse_args(argv)
     from agentmem._cli_log import library_warnings_as_lines, one_line
 
-    out, err = sys.stdout, sys.stderr
     try:
         with library_warnings_as_lines(err):
             return int(args.func(args, out, err))
+    except StoreLockedError:
+        err.write(f"agentmem: {_home_in_use(args)}\n")
     except AgentMemError as exc:
         err.write(f"agentmem: {one_line(str(exc))}\n")
+    except BrokenPipeError:
+        raise  # not a mistake of the user's: see main
     except OSError as exc:  # e.g. the disk filled up while writing an export
         where = f" {exc.filename}" if exc.filename else ""
         err.write(f"agentmem: cannot access{where}: {exc.strerror or exc}\n")
@@ -154,6 +295,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         err.write("\nagentmem: interrupted\n")
         return 130
     return 1
+
+
+def _discard_output(out: TextIO) -> None:
+    """Send what is left of ``out`` (a closed pipe) to devnull."""
+    try:
+        fd = out.fileno()
+    except (OSError, ValueError):  # not a real file (a test's capture)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+
+
+def _home_in_use(args: argparse.Namespace) -> str:
+    """The message for a home another process holds, worded for the command line."""
+    from agentmem.backends import BackendConfig
+
+    home = BackendConfig.resolve(args.home).home
+    return (
+        f"the memories in {home} are in use by another process: one process at a time may "
+        "open a home. Stop that process (an agent, a notebook kernel or another agentmem "
+        "command using this home) and run the command again, or pass another --home. To "
+        "share memories between processes, run them on servers: set AGENTMEM_QDRANT_URL "
+        "(Qdrant) and AGENTMEM_REDIS_URL (Redis)"
+    )
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -38,12 +39,49 @@ def test_demo_runs_offline_and_honours_agentmem_home(tmp_path: Path) -> None:
     assert done.stderr == NO_LLM_STATUS + "\n"
     out = done.stdout
     assert "No LLM configured" not in out
-    assert "Recalled from session one:" in out
-    assert "tabs" in out.split("Recalled from session one:")[1].split("Prompt:")[0]
+    assert "Recalled from session one" in out
+    assert "tabs" in out.split("Recalled from session one")[1].split("Prompt:")[0]
     assert "reply_priming" in out
     assert "Forgetting, dry run" in out
     assert (tmp_path / "home" / "sessions.db").exists()
     assert (tmp_path / "home" / "long_term").is_dir()
+    check_demo_output_is_labelled(out)
+
+
+# What a newcomer reads in the demo: each number says what it is, texts end between words.
+LABELLED = [
+    r"Consolidated \d+ messages into long-term memory: \d+ written, \d+ reinforced\.",
+    r'  relevance \d+\.\d\d: "(?P<text>.+)"',
+    r"Prompt: \d+ messages, \d+ tokens of a \d+-token budget \(tokenizer \w+\)\.",
+    r"  \w+ +\d+ tokens",
+    r"Forgetting, dry run as of 180 days from now if nothing is used meanwhile\.",
+    r"Retention: 1 when fresh, halving every \d+ days unused \(slower for important "
+    r"memories\); forgotten below 0\.05\.",
+    r"  Examined \d+ memories \(\d+ pinned\); would forget \d+\.",
+    r'    \+ kept, retention \d\.\d{3}: "(?P<text>.+)"',
+]
+
+
+def check_demo_output_is_labelled(out: str) -> None:
+    from agentmem._cli_demo import SESSION_ONE
+
+    rounds = [" ".join(f"user: {u} assistant: {a}".split()) for u, a in SESSION_ONE]
+    cut = 0
+    for line in out.splitlines():
+        if line.startswith(("agentmem demo", "== Session", "  user:", "  assistant:")):
+            continue  # the home, the session ids and the scripted conversation
+        if not any(ch.isdigit() for ch in line):
+            continue
+        match = next((m for p in LABELLED if (m := re.fullmatch(p, line))), None)
+        assert match is not None, f"a number without its label: {line!r}"
+        text = match.groupdict().get("text")
+        if text is None or not text.endswith("…"):
+            continue
+        shown = text.removesuffix("…")
+        full = next(r for r in rounds if r.startswith(shown))
+        assert not (shown[-1].isalnum() and full[len(shown)].isalnum()), line  # no mid-word cut
+        cut += 1
+    assert cut  # the long rounds were cut, each between two words
 
 
 def test_ingest_search_stats_export_import_round_trip(

@@ -38,5 +38,6 @@ async def test_working_memory_block_escapes_notes() -> None:
     working = WorkingMemory()
     working.add_scratchpad_entry(HOSTILE.replace("fact", "working_memory"))
     rendered = await WorkingMemoryBlock(working=working).aget()
-    assert rendered.count("</working_memory>") == 1
-    assert rendered.endswith("</working_memory>")
+    # No tag at all: Memory puts the block between <working_memory> tags of its own.
+    assert "</working_memory>" not in rendered
+    assert "&lt;/working_memory&gt;" in rendered

@@ -210,8 +210,8 @@ def test_plan_is_a_dry_run_report() -> None:
     assert report.examined == 2
     text = report.to_text()
     assert text.startswith("Examined 2 memories (0 pinned); would forget 1.")
-    assert "kept: 'kept'" in text
-    assert "retention below 0.05: 'gone'" in text
+    assert '+ kept, retention 1.000: "kept"' in text
+    assert '- to forget, retention 0.000 (retention below 0.05): "gone"' in text
 
 
 def test_report_text_says_forgot_and_truncates_long_lists() -> None:
@@ -221,7 +221,17 @@ def test_report_text_says_forgot_and_truncates_long_lists() -> None:
     text = decided.to_text(limit=2)
     assert "forgot 5." in text
     assert text.endswith("... and 3 more")
-    assert text.count(" - ") == 2
+    assert text.count("  - forgotten, retention ") == 2
+
+
+def test_report_text_cuts_long_contents_between_words() -> None:
+    long = "Alice indents Python with tabs and never spaces, " * 3
+    text = ForgettingPolicy().plan([record(long)], NOW).to_text()
+    [line] = text.splitlines()[1:]
+    shown = line.split(': "')[1].removesuffix('"')
+    assert shown.endswith("…")
+    assert long.startswith(shown.removesuffix("…"))
+    assert long[len(shown) - 1] == " "  # the cut falls between two words
 
 
 def test_an_empty_scope_gives_an_empty_report() -> None:

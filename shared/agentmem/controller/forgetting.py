@@ -39,6 +39,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from agentmem._sansio import Program, async_twin, call, twin
+from agentmem._text import shorten
 from agentmem.errors import ConfigurationError
 from agentmem.long_term.records import MemoryRecord
 from agentmem.types import utcnow
@@ -90,16 +91,26 @@ class ForgettingReport:
         return 0 if self.dry_run else len(self.decisions)
 
     def to_text(self, limit: int = 20) -> str:
-        """A short human-readable report, with the retention of what stays."""
+        """A short human-readable report: each memory with its retention (from 1, fresh,
+        down to 0) and, for those forgotten, the rule that fired; long contents are cut at
+        a word boundary.
+
+        Example:
+            >>> report = ForgettingReport(dry_run=True, examined=1)
+            >>> print(report.to_text())
+            Examined 1 memories (0 pinned); would forget 0.
+        """
         verb = "would forget" if self.dry_run else "forgot"
         lines = [
             f"Examined {self.examined} memories ({self.pinned} pinned); "
             f"{verb} {len(self.decisions)}."
         ]
         for retention, record in self.kept[:limit]:
-            lines.append(f"  + {retention:.3f}  kept: {record.content[:70]!r}")
+            lines.append(f'  + kept, retention {retention:.3f}: "{shorten(record.content, 70)}"')
+        gone = "to forget" if self.dry_run else "forgotten"
         for d in self.decisions[:limit]:
-            lines.append(f"  - {d.retention:.3f}  {d.reason}: {d.record.content[:70]!r}")
+            content = shorten(d.record.content, 70)
+            lines.append(f'  - {gone}, retention {d.retention:.3f} ({d.reason}): "{content}"')
         if len(self.decisions) > limit:
             lines.append(f"  ... and {len(self.decisions) - limit} more")
         return "\n".join(lines)
