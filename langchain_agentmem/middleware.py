@@ -9,7 +9,9 @@ prompt, messages *and tool schemas* — fits ``max_tokens`` exactly (tool calls 
 from their results; oldest messages go first, then the summary, then the least relevant
 memories, then the least important working-memory items). After a call that
 ends the turn (an answer without tool calls), it records the exchange in the session and
-hands it to consolidation (on the manager's token threshold, or every turn).
+hands it to consolidation: with the defaults, the manager consolidates every turn in a
+background worker, so what a user said is recalled in the user's next thread and the
+model call never waits for it (``MemoryService.wait_for_consolidation`` waits, in tests).
 
 One middleware serves many users: given a :class:`~agentmem.MemoryService`, it resolves
 the user from the run's runtime context (``user_id``) and the session from the LangGraph
@@ -83,8 +85,10 @@ class AgentMemoryMiddleware(AgentMiddleware):
         memory_share: Most of the budget recalled memories may take.
         working_share: Most of the budget the session's working memory may take
             (``0``: leave it out).
-        consolidate: ``"threshold"`` (the manager's ``consolidate_every_tokens``),
-            ``"every_turn"`` or ``"never"`` (only record the conversation).
+        consolidate: ``"threshold"`` (the default: as the manager's
+            ``consolidate_every_tokens`` and ``background`` say; by default every turn, in
+            the background), ``"every_turn"`` (every turn, in the model call, before the
+            answer is returned) or ``"never"`` (only record the conversation).
         record_turns: Record each finished exchange in the session log.
         user_key: Name of the user id in the runtime context (attribute or key).
     """

@@ -16,10 +16,13 @@ messages go first, then the least relevant memories, then the least important
 working-memory items; a memory the history already shows is left out). Each message is
 tokenized once, so ``get()`` costs O(view), not O(history).
 
-Conversation is consolidated into long-term memory (Qdrant) every
-``consolidate_every_tokens`` tokens: by LLM extraction when an ``llm`` is given, else as
-episodes. Sync methods use agentmem's sync APIs and async methods its async APIs: no event
-loop is ever started, so sync calls work inside Jupyter's running loop.
+Conversation is consolidated into long-term memory (Qdrant) after every turn, in a
+background thread (``consolidate_every_tokens`` and ``background`` change that): by LLM
+extraction when an ``llm`` is given, else as episodes. A script that reads long-term memory
+right after a conversation calls :meth:`AgentMemory.wait_for_consolidation` first.
+
+Sync methods use agentmem's sync APIs and async methods its async APIs: no event loop is
+ever started, so sync calls work inside Jupyter's running loop.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from llama_index.core.llms import LLM
 from llama_index.core.memory.types import BaseMemory
 
 from agentmem.context import Block, RecalledBlock, ViewBlock, WorkingBlock, assemble_context
+from agentmem.controller.config import ManagerConfig
 from agentmem.controller.manager import MemoryManager
 from agentmem.embeddings import Embedder
 from agentmem.errors import ConfigurationError
@@ -151,8 +155,8 @@ class AgentMemory(BaseMemory):
         model: str = DEFAULT_MODEL,
         token_limit: int = 3000,
         top_k: int = 5,
-        consolidate_every_tokens: int | None = 2000,
-        background: bool = False,
+        consolidate_every_tokens: int | None = ManagerConfig.consolidate_every_tokens,
+        background: bool = ManagerConfig.background,
         include_working_memory: bool = True,
     ) -> AgentMemory:
         """A memory on the embedded defaults: SQLite sessions and Qdrant Edge memories under
@@ -169,9 +173,11 @@ class AgentMemory(BaseMemory):
             model: Target model whose tokenizer and chat format are counted.
             token_limit: Budget of :meth:`get`.
             top_k: Long-term memories recalled per :meth:`get`.
-            consolidate_every_tokens: Consolidate after this many new tokens (``None``:
-                only when you call :meth:`consolidate`).
-            background: Consolidate in a background thread (sync) or task (async).
+            consolidate_every_tokens: Consolidate when a turn ends (an assistant answer is
+                put) with at least this many new tokens: ``1`` (the default) after every
+                turn; ``None`` only when you call :meth:`consolidate`.
+            background: Consolidate in a background thread (default), so ``put`` never
+                waits for it; ``False`` consolidates in the call that put the answer.
             include_working_memory: Put working memory in the memory message.
         """
         manager = MemoryManager.open(
@@ -369,6 +375,29 @@ class AgentMemory(BaseMemory):
     async def aconsolidate(self) -> int:
         """Async twin of :meth:`consolidate`."""
         return (await self.manager.aconsolidate()).written
+
+    def wait_for_consolidation(self, timeout: float | None = None) -> bool:
+        """Wait until this memory's background consolidations have finished: for tests and
+        scripts that read long-term memory (e.g. from the user's next session) right after
+        a conversation. :meth:`close` waits for them too.
+
+        Returns:
+            ``True`` when nothing of this memory's is queued or running; ``False`` when
+            ``timeout`` seconds passed first (the work goes on in the background).
+
+        Example:
+            >>> engine.chat("I indent Python with tabs.")  # doctest: +SKIP
+            >>> memory.wait_for_consolidation(timeout=60)  # doctest: +SKIP
+            True
+            >>> later = AgentMemory.from_defaults(user_id="alice")  # doctest: +SKIP
+            >>> "tabs" in later.get(input="how do I indent?")[0].content  # doctest: +SKIP
+            True
+        """
+        return self.manager.wait_for_background(timeout)
+
+    async def await_consolidation(self, timeout: float | None = None) -> bool:
+        """Async twin of :meth:`wait_for_consolidation` (does not block the loop)."""
+        return await self.manager.await_background(timeout)
 
     def close(self) -> None:
         """Close the stores :meth:`from_defaults` opened (a wrapped manager stays open)."""

@@ -71,8 +71,8 @@ class _Setting(Delegate[T]):
 class ServiceSettings(ManagerSettings, total=False):
     """The keyword settings of :class:`MemoryService` and :meth:`MemoryService.open`: the
     :class:`~agentmem.controller.config.ManagerSettings` every handle is built with (with
-    their defaults, except ``background``: ``True`` here, so consolidation runs in the
-    service's worker pool instead of in the caller), and the ones below.
+    their defaults: every turn is consolidated in the service's worker pool, never in the
+    caller), and the ones below.
 
     Attributes:
         ranking: How long-term search ranks results (``None``: the default ranking).
@@ -121,7 +121,6 @@ class MemoryService:
         self.memory_store = memory_store
         self.embedder = embedder
         self.llm = llm
-        settings.setdefault("background", True)
         workers = settings.pop("workers", 1)
         max_pending = settings.pop("max_pending", 1024)
         self._max_handles = settings.pop("max_handles", 1024)
@@ -305,6 +304,37 @@ class MemoryService:
     ) -> MemoryManager:
         long_term = self.long_term(user_id, agent_id=agent_id)
         return self._builder.build(long_term, session_id=session_id, manager_class=MemoryManager)
+
+    # -- waiting for consolidation ---------------------------------------------------------
+
+    def wait_for_consolidation(self, timeout: float | None = None) -> bool:
+        """Wait until no consolidation is queued or running in the service's worker pool.
+
+        By default every turn is consolidated in the background after it is recorded, so a
+        test or a script that reads long-term memory right after a conversation calls this
+        first. Jobs queued while it waits are waited for too. A server never needs it.
+
+        Args:
+            timeout: Most seconds to wait (``None``: as long as it takes).
+
+        Returns:
+            ``True`` once nothing is queued or running; ``False`` when ``timeout`` passed
+            first (nothing is cancelled: the work goes on in the background).
+
+        Example:
+            >>> chat = service.manager("alice", "alice-chat-1")  # doctest: +SKIP
+            >>> _ = chat.process_interaction("I indent with tabs", "Noted.")  # doctest: +SKIP
+            >>> service.wait_for_consolidation(timeout=60)  # doctest: +SKIP
+            True
+            >>> next_chat = service.manager("alice")  # a new session  # doctest: +SKIP
+            >>> [hit.record.content for hit in next_chat.recall("tabs")][0]  # doctest: +SKIP
+            'user: I indent with tabs\\nassistant: Noted.'
+        """
+        return self.consolidation.wait_idle(timeout)
+
+    await_consolidation = offload(wait_for_consolidation)
+    """Async twin of :meth:`wait_for_consolidation` (waits in a worker thread):
+    ``await service.await_consolidation(timeout=60)``."""
 
     # -- lifecycle -------------------------------------------------------------------------
 

@@ -111,7 +111,7 @@ def test_changed_preference_supersedes_and_history_is_kept(home: Home) -> None:
 
 def test_session_two_recalls_session_one_in_its_context(home: Home) -> None:
     llm = ScriptedChatModel([extraction(("Alice's daughter's birthday is 14 March", "fact", 0.9))])
-    with home.manager("s1", llm, consolidate_every_tokens=1) as one:
+    with home.manager("s1", llm, consolidate_every_tokens=1, background=False) as one:
         one.short_term.auto_summarize = False
         report = one.process_interaction("My daughter's birthday is 14 March.", "I'll remember.")
         assert report is not None
@@ -459,7 +459,7 @@ def test_user_mismatch_is_refused_by_the_builder(home: Home) -> None:
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_the_threshold_triggers_one_consolidation_in_both_modes(home: Home, mode: str) -> None:
-    with home.manager("s1", None, consolidate_every_tokens=40) as mem:
+    with home.manager("s1", None, consolidate_every_tokens=40, background=False) as mem:
         assert mem.consolidate_every_tokens == mem.scheduler.every_tokens == 40
         reports = []
         for i in range(4):

@@ -97,7 +97,9 @@ def turns(user: str) -> list[tuple[str, str]]:
 
 @pytest.fixture
 def service(tmp_path: Path) -> Iterator[MemoryService]:
-    with MemoryService.open(tmp_path, embedder=HashingEmbedder(256), background=False) as svc:
+    with MemoryService.open(
+        tmp_path, embedder=HashingEmbedder(256), consolidate_every_tokens=None
+    ) as svc:  # long-term memory holds only what the tools save
         for user in USERS:
             svc.manager(user, f"{user}-seed").remember(city(user))
         yield svc
@@ -209,7 +211,9 @@ def test_bad_user_or_thread_is_a_clear_error_and_writes_nothing(
 
 
 def test_a_single_manager_still_serves_a_script(tmp_path: Path) -> None:
-    with MemoryService.open(tmp_path, embedder=HashingEmbedder(256), background=False) as svc:
+    with MemoryService.open(
+        tmp_path, embedder=HashingEmbedder(256), consolidate_every_tokens=None
+    ) as svc:  # long-term memory holds only what the tools save
         manager = svc.manager("solo", "solo-1")
         manager.remember(city("solo"))
         model = ToolScriptModel()

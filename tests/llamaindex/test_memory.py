@@ -164,7 +164,7 @@ async def test_working_memory_and_memories_share_one_labelled_message(home: Path
 
 def test_llm_extraction_through_a_llamaindex_llm(home: Path) -> None:
     llm = ScriptedChatModel([extraction("Alice is allergic to peanuts")])
-    with open_memory(home, llm=llm, consolidate_every_tokens=10) as memory:
+    with open_memory(home, llm=llm, consolidate_every_tokens=10, background=False) as memory:
         memory.put_messages(
             [
                 ChatMessage(role="user", content="Remember that I am allergic to peanuts"),

@@ -7,6 +7,15 @@ One frozen value instead of the same keyword arguments repeated by
 consolidation threshold, background mode, the clock, the default system prompt and the
 long-term ranking. :data:`DEFAULT_MODEL` is the one default model of the package.
 
+By default every turn is consolidated in the background: once an answer is recorded, the
+session is queued for consolidation in a worker thread (``consolidate_every_tokens=1``,
+``background=True``), so what a user said is in long-term memory for the user's next
+session, and recording the turn never waits for it. A burst of turns of one session
+while it waits in the queue is one consolidation, not one per turn (see
+:mod:`agentmem.controller.scheduler`). Tests and scripts that read long-term memory right
+after a turn wait for it first (:meth:`MemoryService.wait_for_consolidation
+<agentmem.MemoryService.wait_for_consolidation>`, ``MemoryManager.wait_for_background``).
+
 Those entry points take the settings as keyword arguments, typed once by
 :class:`ManagerSettings` (``**settings: Unpack[ManagerSettings]``), and make the config with
 ``ManagerConfig(**settings)``: the defaults live here only.
@@ -15,8 +24,10 @@ Example:
     >>> config = ManagerConfig(consolidate_every_tokens=None)
     >>> config.model == DEFAULT_MODEL, config.consolidate_every_tokens
     (True, None)
-    >>> config.replace(background=True).background
-    True
+    >>> ManagerConfig().consolidate_every_tokens, ManagerConfig().background  # every turn
+    (1, True)
+    >>> config.replace(background=False).background
+    False
     >>> settings: ManagerSettings = {"model": "gpt-4o-mini", "background": True}
     >>> ManagerConfig(**settings).max_short_term_tokens
     2000
@@ -59,10 +70,12 @@ class ManagerConfig:
     Attributes:
         model: Target model whose tokenizer and chat format are counted.
         max_short_term_tokens: Budget of each session's short-term view.
-        consolidate_every_tokens: Consolidate once this many tokens of conversation have
-            accumulated since the last consolidation (``None``: only on demand).
+        consolidate_every_tokens: Consolidate when a turn ends (an answer is recorded) with
+            at least this many tokens of conversation accumulated since the last
+            consolidation: ``1`` (the default) after every turn; ``None`` only on demand.
         background: Run threshold-triggered consolidation in a background worker, so
-            recording a turn never waits for it.
+            recording a turn never waits for it (default ``True``; ``False`` runs it in
+            the call that recorded the turn).
         clock: Zero-argument callable returning an aware ``datetime`` (default: UTC now).
         system_prompt: Default system prompt of ``build_context``.
         ranking: How long-term search ranks results (``None``: the default ranking).
@@ -70,8 +83,8 @@ class ManagerConfig:
 
     model: str = DEFAULT_MODEL
     max_short_term_tokens: int = 2000
-    consolidate_every_tokens: int | None = 2000
-    background: bool = False
+    consolidate_every_tokens: int | None = 1
+    background: bool = True
     clock: Callable[[], datetime] | None = None
     system_prompt: str | None = None
     ranking: RankingConfig | None = None

@@ -77,10 +77,11 @@ class MemoryManager:
         long_term: The user's long-term memory.
         consolidator: Moves conversation into long-term memory.
         forgetting: Default forgetting policy for :meth:`forget`.
-        consolidate_every_tokens: Consolidate once this many tokens of conversation have
-            accumulated since the last consolidation (``None``: only on demand).
+        consolidate_every_tokens: Consolidate when a turn ends with at least this many
+            tokens of conversation accumulated since the last consolidation (default ``1``:
+            after every turn; ``None``: only on demand).
         background: Run threshold-triggered consolidation in a background worker, so
-            :meth:`process_interaction` never waits for it.
+            :meth:`process_interaction` never waits for it (default ``True``).
         system_prompt: Default system prompt of :meth:`build_context`.
         scheduler: The consolidation queue background runs go to (a service's, shared by
             its users). Without one, a private single-worker queue is made when needed and
@@ -105,8 +106,8 @@ class MemoryManager:
         long_term: LongTermMemory,
         consolidator: MemoryConsolidator,
         forgetting: ForgettingPolicy | None = None,
-        consolidate_every_tokens: int | None = 2000,
-        background: bool = False,
+        consolidate_every_tokens: int | None = ManagerConfig.consolidate_every_tokens,
+        background: bool = ManagerConfig.background,
         system_prompt: str | None = None,
         scheduler: ConsolidationQueue | None = None,
         on_close: Sequence[Callable[[], None]] = (),
@@ -284,13 +285,14 @@ class MemoryManager:
 
     aprocess_interaction = async_twin(process_interaction)
 
-    def wait_for_background(self, timeout: float | None = None) -> None:
-        """Wait until this handle's queued and running background consolidations finish."""
-        self.scheduler.wait(timeout)
+    def wait_for_background(self, timeout: float | None = None) -> bool:
+        """Wait until this handle's queued and running background consolidations finish;
+        ``False`` if ``timeout`` seconds passed first (the work goes on)."""
+        return self.scheduler.wait(timeout)
 
-    async def await_background(self) -> None:
+    async def await_background(self, timeout: float | None = None) -> bool:
         """Async twin of :meth:`wait_for_background` (does not block the loop)."""
-        await self.scheduler.wait_async()
+        return await self.scheduler.wait_async(timeout)
 
     # -- consolidation, remembering, forgetting ------------------------------------------
 

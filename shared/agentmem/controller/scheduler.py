@@ -2,16 +2,19 @@
 
 :class:`ConsolidationScheduler` belongs to one session handle: it counts the tokens recorded
 since the last consolidation (in the session store, so every handle and process on the
-session shares the count), runs a consolidation once ``every_tokens`` is reached (here, or
-in the background), and runs one session's consolidations one at a time (a process-wide
-lock per session, taken alike by threads and asyncio tasks).
+session shares the count), runs a consolidation when a turn ends (:func:`ends_turn`) with
+``every_tokens`` reached (here, or in the background; by default after every turn, in the
+background), and runs one session's consolidations one at a time (a process-wide lock per
+session, taken alike by threads and asyncio tasks).
 
 :class:`ConsolidationQueue` is one bounded queue and worker pool for background
 consolidation. A :class:`~agentmem.MemoryService` owns one for all its users; a manager
 opened on its own owns a private one (made by its scheduler on first use). Jobs are keyed
 by session: a session already waiting in the queue is not queued twice (the one run catches
-up on everything recorded so far), and one session is never consolidated by two workers at
-once (schedulers take the session's process-wide lock).
+up on everything recorded so far), so a burst of turns is one consolidation, not one per
+turn; and one session is never consolidated by two workers at once (schedulers take the
+session's process-wide lock). :meth:`~ConsolidationQueue.wait_idle` waits until nothing is
+queued or running (tests and scripts that read long-term memory right after a turn).
 
 Backpressure: when ``max_pending`` sessions are already waiting, :meth:`~ConsolidationQueue.submit`
 does not block the caller and does not queue the job; it returns ``None`` and logs at
@@ -58,7 +61,7 @@ if TYPE_CHECKING:
     from agentmem.controller.consolidation import ConsolidationReport, MemoryConsolidator
     from agentmem.short_term.base import ShortTermMemory
 
-__all__ = ["PENDING_STATE_KEY", "ConsolidationQueue", "ConsolidationScheduler"]
+__all__ = ["PENDING_STATE_KEY", "ConsolidationQueue", "ConsolidationScheduler", "ends_turn"]
 
 logger = logging.getLogger(__name__)
 
@@ -85,6 +88,8 @@ class ConsolidationQueue:
         self._waiting: dict[Hashable, Future[Any]] = {}
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+        self._running = 0
         self._closed = False
         self.dropped = 0
         """Jobs refused because the queue was full (their work stays pending)."""
@@ -130,6 +135,26 @@ class ConsolidationQueue:
                 thread.start()
             return future
 
+    @property
+    def running(self) -> int:
+        """Jobs a worker is running now."""
+        with self._lock:
+            return self._running
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Wait until no job is queued or running; ``False`` if ``timeout`` seconds passed
+        first (jobs submitted meanwhile are waited for too).
+
+        Example:
+            >>> queue = ConsolidationQueue()
+            >>> _ = queue.submit("s1", lambda: "done")
+            >>> queue.wait_idle(timeout=5), queue.pending, queue.running
+            (True, 0, 0)
+            >>> queue.close()
+        """
+        with self._idle:
+            return self._idle.wait_for(lambda: not self._waiting and not self._running, timeout)
+
     def _work(self) -> None:
         while True:
             item = self._queue.get()
@@ -139,13 +164,19 @@ class ConsolidationQueue:
             with self._lock:
                 if self._waiting.get(key) is future:
                     del self._waiting[key]
-            if not future.set_running_or_notify_cancel():
-                continue
+                self._running += 1
             try:
-                future.set_result(job())
-            except BaseException as exc:
-                logger.exception("background consolidation of %r failed", key)
-                future.set_exception(exc)
+                if future.set_running_or_notify_cancel():
+                    try:
+                        future.set_result(job())
+                    except BaseException as exc:
+                        logger.exception("background consolidation of %r failed", key)
+                        future.set_exception(exc)
+            finally:
+                with self._idle:
+                    self._running -= 1
+                    if not self._waiting and not self._running:
+                        self._idle.notify_all()
 
     def close(self, *, wait: bool = True, timeout: float | None = None) -> None:
         """Stop taking jobs; finish the queued ones (``wait``) or cancel them.
@@ -167,14 +198,29 @@ class ConsolidationQueue:
             thread.join(timeout)
 
 
+def ends_turn(messages: Sequence[Message]) -> bool:
+    """Whether ``messages`` end a turn: the last one is an assistant answer (not a tool
+    call). Only then is the threshold checked, so a question waiting for its answer, or a
+    tool call waiting for its result, is never consolidated apart from the rest of its turn.
+
+    Example:
+        >>> ends_turn([Message(role="user", content="hi")])
+        False
+        >>> ends_turn([Message(role="user", content="hi"), Message(role="assistant", content="ok")])
+        True
+    """
+    return bool(messages) and messages[-1].role == "assistant" and not messages[-1].tool_calls
+
+
 class ConsolidationScheduler:
     """When and where one session's consolidation runs (see the module docstring).
 
     Args:
         short_term: The session's conversation (its log is what is consolidated).
         consolidator: Writes the conversation into the user's long-term memory.
-        every_tokens: Consolidate once this many tokens were recorded since the last
-            successful consolidation (``None``: only on demand).
+        every_tokens: Consolidate when a turn ends (:func:`ends_turn`) with at least this
+            many tokens recorded since the last successful consolidation (``1``: after every
+            turn; ``None``: only on demand).
         background: Run threshold-triggered consolidation in a worker thread, so
             :meth:`record` never waits for it.
         queue: The queue background runs go to (a service's, shared by its users). Without
@@ -186,8 +232,8 @@ class ConsolidationScheduler:
         short_term: ShortTermMemory,
         consolidator: MemoryConsolidator,
         *,
-        every_tokens: int | None = 2000,
-        background: bool = False,
+        every_tokens: int | None = 1,
+        background: bool = True,
         queue: ConsolidationQueue | None = None,
     ) -> None:
         self.short_term = short_term
@@ -217,7 +263,7 @@ class ConsolidationScheduler:
     def _record(self, messages: Sequence[Message]) -> Program[ConsolidationReport | None]:
         state = yield from locked(self._count_key, self._add_pending(messages))
         limit = self.every_tokens
-        if not messages or limit is None or state["pending_tokens"] < limit:
+        if not ends_turn(messages) or limit is None or state["pending_tokens"] < limit:
             return None
         if self.background:
             self.submit()
@@ -276,17 +322,20 @@ class ConsolidationScheduler:
 
     # -- waiting and closing ---------------------------------------------------------------
 
-    def wait(self, timeout: float | None = None) -> None:
-        """Wait until this scheduler's queued and running background runs finish."""
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until this scheduler's queued and running background runs finish; ``False``
+        if ``timeout`` seconds passed first."""
         futures = list(self._futures)
-        if futures:
-            concurrent.futures.wait(futures, timeout)
+        if not futures:
+            return True
+        return not concurrent.futures.wait(futures, timeout).not_done
 
-    async def wait_async(self, timeout: float | None = None) -> None:
+    async def wait_async(self, timeout: float | None = None) -> bool:
         """:meth:`wait` without blocking the event loop."""
         futures = [asyncio.wrap_future(f) for f in list(self._futures)]
-        if futures:
-            await asyncio.wait(futures, timeout=timeout)
+        if not futures:
+            return True
+        return not (await asyncio.wait(futures, timeout=timeout))[1]
 
     @twin
     def close(self) -> Program[None]:
