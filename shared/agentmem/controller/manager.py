@@ -47,7 +47,7 @@ from agentmem.controller.consolidation import ConsolidationReport, MemoryConsoli
 from agentmem.controller.forgetting import ForgettingPolicy, ForgettingReport
 from agentmem.controller.retrieval import MemoryRetriever, Strategy
 from agentmem.controller.scheduler import ConsolidationQueue, ConsolidationScheduler
-from agentmem.controller.turns import record_turn
+from agentmem.controller.turns import record_turn, settle_turn
 from agentmem.embeddings import Embedder
 from agentmem.llm import ChatModel
 from agentmem.long_term.memory import LongTermMemory
@@ -263,17 +263,20 @@ class MemoryManager:
     ) -> Program[ConsolidationReport | None]:
         if turn_id is None:
             batch = yield from self.short_term._add_messages(messages)
+            yield from self._count_turns(batch)
         else:
-            recorded = yield from record_turn(
-                self.short_term, [to_message(m) for m in messages], turn_id
-            )
+            turn = [to_message(m) for m in messages]
+            recorded = yield from record_turn(self.short_term, turn, turn_id)
             batch = recorded.messages
-            if not recorded.new:  # a retry: the turn is counted already
-                return (yield from self.scheduler._record(batch))
+            if not recorded.settled:  # else a retry of a turn counted already
+                yield from self._count_turns(batch)
+                yield from settle_turn(self.short_term, recorded)
+        return (yield from self.scheduler._record(batch))
+
+    def _count_turns(self, batch: Sequence[Message]) -> Program[None]:
         turns = sum(1 for m in batch if m.role == "user")
         if turns:
             yield from self.working._advance_turn(turns)
-        return (yield from self.scheduler._record(batch))
 
     @twin
     def process_interaction(

@@ -13,14 +13,18 @@ any error (a timeout, a crash, a Redis :class:`~agentmem.errors.StoreUnavailable
   turn was recorded after;
 * an attempt that finds the record with the same digest is a retry: it reads the log past
   that position and appends only if the messages are not there yet (an earlier attempt
-  failed between the record and the append). The Redis store's appends are idempotent by
+  failed between the record and the append). What follows the append (counting the turn in
+  working memory) is marked in the record once done (:func:`settle_turn`), so a retry does
+  it only if the failed attempt had not; The Redis store's appends are idempotent by
   message id besides, so even two processes retrying at once store the turn once;
 * an attempt that finds the record with a *different* digest is not a retry but a reused
   id: it raises :class:`~agentmem.errors.TurnConflictError` and writes nothing.
 
 Within one process the steps run under the session's process-wide lock (threads and
-asyncio tasks alike). Turn records stay with the session's state (a few dozen bytes per
-turn) and go with :meth:`~agentmem.stores.base.SessionStore.clear`.
+asyncio tasks alike). Across processes, Redis appends are idempotent by message id; two
+processes retrying one turn at the same moment on one SQLite file are not serialized (one
+process per home is the embedded default). Turn records stay with the session's state (a
+few dozen bytes per turn) and go with :meth:`~agentmem.stores.base.SessionStore.clear`.
 
 Example:
     >>> from agentmem.stores import InMemorySessionStore
@@ -44,7 +48,7 @@ import json
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agentmem._sansio import Program, call, locked
 from agentmem.errors import InvalidValueError, TurnConflictError
@@ -60,6 +64,7 @@ __all__ = [
     "RecordedTurn",
     "check_turn_id",
     "record_turn",
+    "settle_turn",
     "turn_digest",
     "turn_messages",
 ]
@@ -131,10 +136,23 @@ class RecordedTurn:
         messages: The turn's messages as stored (on a retry: as an earlier attempt stored
             them).
         new: ``True`` when this call appended them, ``False`` when they were already there.
+        settled: Whether an earlier attempt finished what follows the append (counting the
+            turn in working memory): :func:`settle_turn` marks it.
     """
 
     messages: list[Message]
     new: bool
+    settled: bool
+    turn_id: str
+    record: dict[str, Any]
+
+
+def settle_turn(short_term: ShortTermMemory, turn: RecordedTurn) -> Program[None]:
+    """Mark ``turn`` as settled: what follows its append is done, so a retry skips it."""
+    store, session_id = short_term.store, short_term.session_id
+    record = {**turn.record, "settled": True}
+    key = f"{TURN_STATE_PREFIX}{turn.turn_id}"
+    yield from call(store.set_state, store.aset_state, session_id, key, record)
 
 
 def record_turn(
@@ -168,15 +186,16 @@ def _record(
                 "a new turn its own turn_id"
             )
             raise TurnConflictError(msg)
-        after = int(found.get("after", 0))
-        since = yield from call(store.read, store.aread, session_id, after=after)
+        record = found
+        since = yield from call(store.read, store.aread, session_id, after=int(found["after"]))
         stored = {m.message.id: m.message for m in since}
         if all(m.id in stored for m in batch):
-            return RecordedTurn([stored[m.id] for m in batch], new=False)
+            settled = bool(found.get("settled"))
+            return RecordedTurn([stored[m.id] for m in batch], False, settled, turn_id, record)
     else:
         after = yield from call(store.last_seq, store.alast_seq, session_id)
         record = {"version": 1, "digest": digest, "after": after, "messages": len(batch)}
         yield from call(store.set_state, store.aset_state, session_id, state_key, record)
     # A first attempt, or one whose earlier attempt wrote the record but not the messages.
     appended = yield from short_term._add_messages(batch)
-    return RecordedTurn(appended, new=True)
+    return RecordedTurn(appended, True, False, turn_id, record)
