@@ -357,7 +357,8 @@ class AgentMemory(BaseMemory):
 
     def put_messages(self, messages: list[ChatMessage]) -> None:
         """Append messages atomically; consolidate when the token threshold is crossed.
-        When every message has an id (see :meth:`put`), the batch is stored once."""
+        When every message has an id (see :meth:`put`), the batch is stored once: put it
+        again as the same batch (its messages put one by one are other puts)."""
         self.manager.record_messages(to_agentmem_many(messages), turn_id=_turn_id(messages))
 
     async def aput_messages(self, messages: list[ChatMessage]) -> None:
