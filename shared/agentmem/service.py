@@ -354,7 +354,8 @@ class MemoryService:
         consolidation has not got past its messages. Bounded: one thread scans the sessions
         and queues their jobs, never filling more than half of ``max_pending``, so live
         turns keep room; :meth:`wait_for_consolidation` waits for it too, :meth:`close`
-        stops it (what is left is resumed at the next open). Each owner and member of a
+        stops it (what is left is resumed at the next open). The scan reads each session's
+        ownership record, its owners' watermarks and its log once. Each owner and member of a
         session is resumed into their own long-term memory; sessions without an ownership
         record (written by earlier versions) are resumed at their next turn instead.
 
