@@ -163,6 +163,7 @@ def test_without_a_turn_id_a_retry_stores_the_turn_twice(
 def test_a_turn_id_reused_for_another_exchange_is_refused(service: MemoryService) -> None:
     alice = service.manager("alice", "reuse")
     alice.process_interaction(*SAID, turn_id="t-1")
+    assert service.wait_for_consolidation(timeout=60)  # its watermark written, then compare
     store = service.sessions
     before = (store.read(alice.session_id), store.state_keys(alice.session_id))
     for other in [

@@ -56,7 +56,6 @@ def unconsolidated_turns(home: Path) -> int:
 
 def test_100_sessions_every_turn_reaches_long_term_memory_exactly_once(tmp_path: Path) -> None:
     rng = random.Random(25)
-    said: dict[str, tuple[str, str]] = {}  # session -> (user, first words)
     service = open_home(tmp_path, max_pending=2)
     sessions = [
         (f"user{u}", f"user{u}-chat{s}") for u in range(USERS) for s in range(SESSIONS_PER_USER)
@@ -68,7 +67,6 @@ def test_100_sessions_every_turn_reaches_long_term_memory_exactly_once(tmp_path:
             for turn in range(TURNS):
                 for user, session in share:
                     words = " ".join(f"w{rng.randrange(10**6)}" for _ in range(8))
-                    said[session] = (user, words)
                     handle = service.manager(user, session)
                     handle.process_interaction(words, f"ok {turn}", turn_id=f"{session}/{turn}")
         except BaseException as exc:  # reported below
