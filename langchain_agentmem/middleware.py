@@ -40,6 +40,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal
@@ -49,9 +50,11 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from agentmem.context import WorkingBlock
 from agentmem.controller.manager import MemoryManager
+from agentmem.controller.turns import MAX_TURN_ID_LENGTH
 from agentmem.errors import ConfigurationError, TurnConflictError
 from agentmem.long_term.store import ScoredRecord
 from agentmem.service import MemoryService
+from agentmem.storable import text_problem
 from langchain_agentmem._budget import Fitted, fit_request, tool_schemas
 from langchain_agentmem._resolve import check_source, resolve_manager, thread_id_of
 
@@ -76,7 +79,13 @@ def _turn_id(messages: Sequence[BaseMessage]) -> str | None:
     call or a turn replayed from a checkpoint names the same turn."""
     for message in reversed(messages):
         if isinstance(message, HumanMessage):
-            return f"langgraph:{message.id}" if message.id else None
+            if not message.id:
+                return None
+            name = f"langgraph:{message.id}"
+            if len(name) > MAX_TURN_ID_LENGTH or text_problem(name, what="id") is not None:
+                digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()
+                return f"langgraph-sha256:{digest}"
+            return name
     return None
 
 

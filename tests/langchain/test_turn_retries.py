@@ -24,7 +24,7 @@ from langchain.agents.middleware import (
     ModelResponse,
     ModelRetryMiddleware,
 )
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from agentmem import MemoryService
@@ -147,3 +147,14 @@ def test_a_turn_replayed_from_a_checkpoint_is_recorded_once(service: MemoryServi
         ("user", "And for YAML?"),
         ("assistant", "Tabs, then."),
     ]
+
+
+def test_a_user_message_with_a_long_id_is_recorded_once_too(service: MemoryService) -> None:
+    # Ids are the caller's to choose: one too long for a turn_id is hashed, not refused.
+    agent = agent_with(service, "Noted: tabs.", "Noted: tabs.", outer=retrying())
+    agent.invoke(
+        {"messages": [HumanMessage(SAID, id="x" * 1000)]},
+        context=Ctx(user_id="alice"),
+        config=config("alice-3"),
+    )
+    assert logged(service, "alice-3") == [("user", SAID), ("assistant", "Noted: tabs.")]
