@@ -8,8 +8,11 @@ escaped) in the system message, then the conversation trimmed so the request —
 prompt, messages *and tool schemas* — fits ``max_tokens`` exactly (tool calls never split
 from their results; oldest messages go first, then the summary, then the least relevant
 memories, then the least important working-memory items). After a call that
-ends the turn (an answer without tool calls), it records the exchange in the session and
-hands it to consolidation: with the defaults, the manager consolidates every turn in a
+ends the turn (an answer without tool calls), it records the exchange in the session, once:
+the turn is named by the LangGraph id of its user message, so a retried model call or a turn
+replayed from a checkpoint is not stored again (see ``process_interaction(turn_id=...)``;
+a replay that answers differently keeps the answer recorded first). It then hands the
+exchange to consolidation: with the defaults, the manager consolidates every turn in a
 background worker, so what a user said is recalled in the user's next thread and the
 model call never waits for it (``MemoryService.wait_for_consolidation`` waits, in tests).
 
@@ -37,6 +40,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal
@@ -46,9 +50,11 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from agentmem.context import WorkingBlock, check_max_tokens
 from agentmem.controller.manager import MemoryManager
-from agentmem.errors import ConfigurationError
+from agentmem.controller.turns import MAX_TURN_ID_LENGTH
+from agentmem.errors import ConfigurationError, TurnConflictError
 from agentmem.long_term.store import ScoredRecord
 from agentmem.service import MemoryService
+from agentmem.storable import text_problem
 from langchain_agentmem._budget import Fitted, fit_request, tool_schemas
 from langchain_agentmem._resolve import check_source, resolve_manager, thread_id_of
 
@@ -64,6 +70,22 @@ def _last_user_text(messages: Sequence[BaseMessage]) -> str | None:
         if isinstance(message, HumanMessage):
             text = message.text.strip()
             return text or None
+    return None
+
+
+def _turn_id(messages: Sequence[BaseMessage]) -> str | None:
+    """The run's stable id of the turn: the LangGraph id of its user message (the graph's
+    ``add_messages`` gives every message one, kept in the checkpoint), so a retried model
+    call or a turn replayed from a checkpoint names the same turn."""
+    for message in reversed(messages):
+        if isinstance(message, HumanMessage):
+            if not message.id:
+                return None
+            name = f"langgraph:{message.id}"
+            if len(name) > MAX_TURN_ID_LENGTH or text_problem(name, what="id") is not None:
+                digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()
+                return f"langgraph-sha256:{digest}"
+            return name
     return None
 
 
@@ -233,7 +255,10 @@ class AgentMemoryMiddleware(AgentMiddleware):
         response = handler(fitted_request)
         answer = _final_answer(response)
         if query and answer and self.record_turns:
-            manager.process_interaction(query, answer)
+            try:
+                manager.process_interaction(query, answer, turn_id=_turn_id(request.messages))
+            except TurnConflictError:
+                _replayed(manager)
             if self.consolidate == "every_turn":
                 manager.consolidate()
         return self._report(manager, fitted, response)
@@ -256,10 +281,25 @@ class AgentMemoryMiddleware(AgentMiddleware):
         response = await handler(fitted_request)
         answer = _final_answer(response)
         if query and answer and self.record_turns:
-            await manager.aprocess_interaction(query, answer)
+            try:
+                await manager.aprocess_interaction(
+                    query, answer, turn_id=_turn_id(request.messages)
+                )
+            except TurnConflictError:
+                _replayed(manager)
             if self.consolidate == "every_turn":
                 await manager.aconsolidate()
         return self._report(manager, fitted, response)
+
+
+def _replayed(manager: MemoryManager) -> None:
+    """A turn already recorded answered anew (a retried model call, a replay from a
+    checkpoint): the session keeps the answer recorded first, once."""
+    logger.info(
+        "session %r: the turn was recorded before with another answer (a retry or a "
+        "replay); the first answer is kept",
+        manager.session_id,
+    )
 
 
 def _run_config() -> dict[str, Any] | None:

@@ -21,12 +21,17 @@ background thread (``consolidate_every_tokens`` and ``background`` change that):
 extraction when an ``llm`` is given, else as episodes. A script that reads long-term memory
 right after a conversation calls :meth:`AgentMemory.wait_for_consolidation` first.
 
+A message with an id (``additional_kwargs["id"]``) is stored once however often it is put
+(a retried step, a replay): see :meth:`AgentMemory.put`.
+
 Sync methods use agentmem's sync APIs and async methods its async APIs: no event loop is
 ever started, so sync calls work inside Jupyter's running loop.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -49,6 +54,7 @@ from agentmem.context import (
 )
 from agentmem.controller.config import ManagerConfig
 from agentmem.controller.manager import MemoryManager
+from agentmem.controller.turns import MAX_TURN_ID_LENGTH
 from agentmem.embeddings import Embedder
 from agentmem.errors import ConfigurationError, ContextBudgetError
 from agentmem.llm import ChatModel
@@ -403,10 +409,22 @@ class AgentMemory(BaseMemory):
         ``additional_kwargs`` are kept and come back from :meth:`get` and :meth:`get_all`
         as they went in, so they must be JSON data (tuples come back as lists).
 
+        A message with an id (``additional_kwargs["id"]``, a string) is stored once: putting
+        it again (a retried workflow step, a replay) stores nothing. LlamaIndex's own
+        messages carry no id, so without one every put appends.
+
         Raises:
             InvalidMessageError: The message cannot be stored: ``additional_kwargs`` that
                 are not JSON data (a client object, NaN), text with a lone surrogate.
                 Nothing is written.
+            TurnConflictError: A message with this id was put before with other content.
+
+        Example:
+            >>> said = ChatMessage(role="user", content="hi", additional_kwargs={"id": "m-1"})
+            >>> memory.put(said)  # doctest: +SKIP
+            >>> memory.put(said)  # a retry: stored once  # doctest: +SKIP
+            >>> len(memory.get_all())  # doctest: +SKIP
+            1
         """
         self.put_messages([message])
 
@@ -416,12 +434,14 @@ class AgentMemory(BaseMemory):
 
     def put_messages(self, messages: list[ChatMessage]) -> None:
         """Append messages atomically (all are checked, as :meth:`put` does, before any is
-        written); consolidate when the token threshold is crossed."""
-        self.manager.record_messages(to_agentmem_many(messages))
+        written); consolidate when the token threshold is crossed. When every message has an
+        id (see :meth:`put`), the batch is stored once: put it again as the same batch (its
+        messages put one by one are other puts)."""
+        self.manager.record_messages(to_agentmem_many(messages), turn_id=_turn_id(messages))
 
     async def aput_messages(self, messages: list[ChatMessage]) -> None:
         """Async twin of :meth:`put_messages`."""
-        await self.manager.arecord_messages(to_agentmem_many(messages))
+        await self.manager.arecord_messages(to_agentmem_many(messages), turn_id=_turn_id(messages))
 
     def set(self, messages: list[ChatMessage]) -> None:
         """Replace the conversation with ``messages`` (starts the session over, see
@@ -497,3 +517,17 @@ class AgentMemory(BaseMemory):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _turn_id(messages: Sequence[ChatMessage]) -> str | None:
+    """The turn id of a put: from the messages' ids (``additional_kwargs["id"]``), when
+    every message has one; ``None`` (a plain append) otherwise."""
+    ids = [m.additional_kwargs.get("id") for m in messages]
+    if not ids or not all(isinstance(i, str) and i for i in ids):
+        return None
+    if len(ids) == 1:
+        name = f"llamaindex:{ids[0]}"
+        if len(name) <= MAX_TURN_ID_LENGTH:
+            return name
+    joined = json.dumps(ids, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    return f"llamaindex-batch:{hashlib.sha256(joined).hexdigest()}"

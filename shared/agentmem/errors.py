@@ -14,6 +14,7 @@ also from the builtin it refines, so ``except ValueError`` keeps working::
     │                                         query or latest message) exceeds max_tokens
     ├── InvalidMessageError (ValueError)      unknown role, non-string content, bad tool calls
     ├── InvalidValueError (ValueError)        a value a memory cannot hold (not JSON, NaN, ...)
+    │   └── TurnConflictError                 a turn_id reused for a different exchange
     ├── MemoryNotFoundError (KeyError)        no memory with that id in the scope
     ├── StoreError (RuntimeError)             a message/state store failed
     │   ├── StoreClosedError                  used after close()
@@ -65,6 +66,7 @@ __all__ = [
     "StoreOutcome",
     "StoreUnavailableError",
     "TokenizerUnavailableError",
+    "TurnConflictError",
 ]
 
 #: What is known about the effect of a store call that failed for want of the server:
@@ -125,6 +127,15 @@ class InvalidValueError(AgentMemError, ValueError):
     """A value cannot be held by a memory (not JSON-serializable, NaN, out of range, ...)."""
 
 
+class TurnConflictError(InvalidValueError):
+    """A ``turn_id`` was already used in the session for a different exchange.
+
+    A ``turn_id`` makes recording a turn idempotent: recording it again with the same
+    messages (a retry) stores nothing twice. Different messages under a used ``turn_id`` are
+    not a retry, so they are refused and nothing is written; give the new turn its own id.
+    """
+
+
 class MemoryNotFoundError(AgentMemError, KeyError):
     """No memory with the given id exists in the given scope."""
 
@@ -180,7 +191,9 @@ class StoreUnavailableError(StoreError):
       connection dropped): it may or may not have been applied. Retry only in a way that is
       correct either way. The session stores' writes are: an append is idempotent by message
       id, so retry it with the *same* ``Message`` objects (new ones get new ids and would be
-      stored twice); ``set_state``, ``delete_state`` and ``clear`` can simply be repeated.
+      stored twice), and ``process_interaction(..., turn_id=...)`` can be called again with
+      the same ``turn_id``; ``set_state``, ``delete_state`` and ``clear`` can simply be
+      repeated.
 
     Attributes:
         outcome: ``"not_applied"`` or ``"unknown"`` (see above).

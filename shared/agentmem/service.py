@@ -24,10 +24,11 @@ Example:
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, TypeVar
 
@@ -40,10 +41,10 @@ from agentmem.controller.builder import ManagerBuilder
 from agentmem.controller.config import ManagerConfig, ManagerSettings
 from agentmem.controller.manager import MemoryManager
 from agentmem.controller.ownership import Principal, SessionOwner, SessionOwners
-from agentmem.controller.scheduler import ConsolidationQueue
+from agentmem.controller.scheduler import ConsolidationQueue, Job
 from agentmem.embeddings import Embedder
 from agentmem.embeddings.base import check_store_dimension
-from agentmem.errors import StoreClosedError
+from agentmem.errors import InvalidSessionIdError, InvalidValueError, StoreClosedError
 from agentmem.inspector.recent import RecentContexts
 from agentmem.llm import ChatModel
 from agentmem.long_term.memory import LongTermMemory
@@ -58,6 +59,8 @@ if TYPE_CHECKING:
 __all__ = ["MemoryService", "ServiceSettings"]
 
 T = TypeVar("T")
+
+logger = logging.getLogger(__name__)
 
 
 class _Setting(Delegate[T]):
@@ -170,7 +173,9 @@ class MemoryService:
         redis_url: str | None = None,
         **settings: Unpack[ServiceSettings],
     ) -> MemoryService:
-        """Open the stores and the shared parts (see the class for the settings).
+        """Open the stores and the shared parts (see the class for the settings), then
+        resume, in the background, the consolidation of every session an earlier process
+        left over its threshold (:meth:`resume_consolidation`).
 
         Args:
             home: Directory of the embedded stores (``AGENTMEM_HOME``, else the per-user
@@ -201,7 +206,7 @@ class MemoryService:
         embedder = embedder if embedder is not None else default_embedder()
         leases = acquire_stores(backend, dimension=embedder.dimension)
         try:
-            return cls(
+            service = cls(
                 sessions=leases.sessions.value,
                 memory_store=leases.memories.value,
                 embedder=embedder,
@@ -212,6 +217,8 @@ class MemoryService:
         except BaseException:
             leases.release()
             raise
+        service.resume_consolidation()
+        return service
 
     # -- handles ---------------------------------------------------------------------------
 
@@ -346,7 +353,8 @@ class MemoryService:
 
         By default every turn is consolidated in the background after it is recorded, so a
         test or a script that reads long-term memory right after a conversation calls this
-        first. Jobs queued while it waits are waited for too. A server never needs it.
+        first. Jobs queued while it waits are waited for too, and so are the sessions
+        :meth:`resume_consolidation` is resuming. A server never needs it.
 
         Args:
             timeout: Most seconds to wait (``None``: as long as it takes).
@@ -369,6 +377,51 @@ class MemoryService:
     await_consolidation = offload(wait_for_consolidation)
     """Async twin of :meth:`wait_for_consolidation` (waits in a worker thread):
     ``await service.await_consolidation(timeout=60)``."""
+
+    def resume_consolidation(self) -> None:
+        """Consolidate, in the background, every session left over its threshold: turns
+        whose job was dropped by a full queue, or still queued when a process stopped.
+        :meth:`open` calls it.
+
+        Pending work is read from each session's log and its owners' watermarks (see
+        :mod:`agentmem.controller.scheduler`), so a session is resumed exactly when a
+        consolidation has not got past its messages. Bounded: one thread scans the sessions
+        and queues their jobs, never filling more than half of ``max_pending``, so live
+        turns keep room; :meth:`wait_for_consolidation` waits for it too, :meth:`close`
+        stops it (what is left is resumed at the next open). The scan reads each session's
+        ownership record, its owners' watermarks and its log once. Each owner and member of a
+        session is resumed into their own long-term memory; sessions without an ownership
+        record (written by earlier versions) are resumed at their next turn instead.
+
+        Example:
+            >>> service = MemoryService.open(home)  # resumes on its own  # doctest: +SKIP
+            >>> service.wait_for_consolidation(timeout=300)  # doctest: +SKIP
+            True
+        """
+        self._check_open()
+        if self.config.consolidate_every_tokens is not None:
+            self.consolidation.feed(self._left_over())
+
+    def _left_over(self) -> Iterator[Job]:
+        """The jobs of the sessions left over their threshold (scanned lazily, in the
+        feeding thread)."""
+        for session_id in self.sessions.sessions():
+            if self._closed:
+                return
+            try:
+                found = self.sessions.get_owner(session_id)
+                if found is None:
+                    continue
+                record = SessionOwner.from_json(found)
+                for user_id, agent_id in (record.owner, *record.members):
+                    handle = self._new_handle(user_id, session_id, agent_id)
+                    job = handle.scheduler.resume_job()
+                    if job is not None:
+                        yield job
+            except (InvalidValueError, InvalidSessionIdError) as exc:
+                logger.warning("not resuming session %r: %s", session_id, exc)
+            except StoreClosedError:
+                return
 
     # -- lifecycle -------------------------------------------------------------------------
 

@@ -48,6 +48,7 @@ from agentmem.controller.consolidation import ConsolidationReport, MemoryConsoli
 from agentmem.controller.forgetting import ForgettingPolicy, ForgettingReport
 from agentmem.controller.retrieval import MemoryRetriever, Strategy
 from agentmem.controller.scheduler import ConsolidationQueue, ConsolidationScheduler
+from agentmem.controller.turns import record_turn, settle_turn
 from agentmem.embeddings import Embedder
 from agentmem.errors import InvalidMessageError
 from agentmem.inspector.recent import RecentContexts
@@ -57,7 +58,7 @@ from agentmem.long_term.store import ScoredRecord
 from agentmem.short_term.summary import SummaryBufferMemory
 from agentmem.stores.base import SessionStore
 from agentmem.tokens import TokenCounter
-from agentmem.types import Message, MessageLike
+from agentmem.types import Message, MessageLike, to_message
 from agentmem.working import WorkingMemory
 
 __all__ = ["MemoryManager"]
@@ -252,27 +253,42 @@ class MemoryManager:
 
     @twin
     def record_messages(
-        self, messages: Sequence[MessageLike]
+        self, messages: Sequence[MessageLike], *, turn_id: str | None = None
     ) -> Program[ConsolidationReport | None]:
         """Append messages to the conversation (a turn per user message); consolidate when
         the token threshold is crossed. Returns the consolidation report if it ran here
         (never in background mode: there it runs in a worker thread, for async callers too).
 
         Adapters whose frameworks hand over whole message lists use this; a plain exchange
-        is :meth:`process_interaction`.
+        is :meth:`process_interaction`. With ``turn_id`` the messages are recorded exactly
+        once, as :meth:`process_interaction` describes.
+
+        Raises:
+            TurnConflictError: ``turn_id`` was used in this session for other messages.
         """
-        return (yield from self._record_messages(messages))
+        return (yield from self._record_messages(messages, turn_id))
 
     arecord_messages = async_twin(record_messages)
 
     def _record_messages(
-        self, messages: Sequence[MessageLike]
+        self, messages: Sequence[MessageLike], turn_id: str | None = None
     ) -> Program[ConsolidationReport | None]:
-        batch = yield from self.short_term._add_messages(messages)
+        if turn_id is None:
+            batch = yield from self.short_term._add_messages(messages)
+            yield from self._count_turns(batch)
+        else:
+            turn = [to_message(m) for m in messages]
+            recorded = yield from record_turn(self.short_term, turn, turn_id)
+            batch = recorded.messages
+            if not recorded.settled:  # else a retry of a turn counted already
+                yield from self._count_turns(batch)
+                yield from settle_turn(self.short_term, recorded)
+        return (yield from self.scheduler._record(batch))
+
+    def _count_turns(self, batch: Sequence[Message]) -> Program[None]:
         turns = sum(1 for m in batch if m.role == "user")
         if turns:
             yield from self.working._advance_turn(turns)
-        return (yield from self.scheduler._record(batch))
 
     @twin
     def process_interaction(
@@ -280,18 +296,33 @@ class MemoryManager:
         user_input: str,
         assistant_response: str,
         metadata: Mapping[str, Any] | None = None,
+        *,
+        turn_id: str | None = None,
     ) -> Program[ConsolidationReport | None]:
         """Record one exchange; consolidate when the token threshold is crossed.
 
         Returns the consolidation report if it ran here (never in background mode).
 
+        With ``turn_id`` (any string naming the exchange, unique within the session, e.g. a
+        request id) the exchange is recorded exactly once: when a call fails (a timeout, a
+        crash, a :class:`~agentmem.errors.StoreUnavailableError` whose ``outcome`` is
+        ``"unknown"``), call again with the same arguments and ``turn_id``; whether or not
+        the failed call stored the exchange, it is then stored once (see
+        :mod:`agentmem.controller.turns`). Without one, each call records a new exchange.
+
         Raises:
             InvalidMessageError: ``user_input`` or ``assistant_response`` is not a string
                 (``None`` included), or ``metadata`` is not a mapping of JSON values.
                 Nothing is recorded.
+            TurnConflictError: ``turn_id`` was used in this session for another exchange
+                (a reused id, not a retry); nothing is written.
+            InvalidValueError: ``turn_id`` is empty, not a string, or too long.
 
         Example:
             >>> mem.process_interaction("I only write Python", "Noted.")  # doctest: +SKIP
+            >>> mem.process_interaction(  # doctest: +SKIP
+            ...     "I indent with tabs", "Noted.", turn_id="request-8f2c"
+            ... )
         """
         for name, text in (("user_input", user_input), ("assistant_response", assistant_response)):
             if not isinstance(text, str):
@@ -313,13 +344,14 @@ class MemoryManager:
             Message.create("user", user_input, metadata=meta),
             Message.create("assistant", assistant_response, metadata=meta),
         ]
-        return (yield from self._record_messages(exchange))
+        return (yield from self._record_messages(exchange, turn_id))
 
     aprocess_interaction = async_twin(process_interaction)
 
     def wait_for_background(self, timeout: float | None = None) -> bool:
-        """Wait until this handle's queued and running background consolidations finish;
-        ``False`` if ``timeout`` seconds passed first (the work goes on)."""
+        """Wait until this session's queued and running background consolidations finish,
+        whichever handle queued them; ``False`` if ``timeout`` seconds passed first (the
+        work goes on)."""
         return self.scheduler.wait(timeout)
 
     async def await_background(self, timeout: float | None = None) -> bool:

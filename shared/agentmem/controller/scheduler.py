@@ -1,11 +1,12 @@
 """When consolidation runs: per-session triggering, and the background worker pool.
 
-:class:`ConsolidationScheduler` belongs to one session handle: it counts the tokens recorded
-since the last consolidation (in the session store, so every handle and process on the
-session shares the count), runs a consolidation when a turn ends (:func:`ends_turn`) with
-``every_tokens`` reached (here, or in the background; by default after every turn, in the
-background), and runs one session's consolidations one at a time (a process-wide lock per
-session, taken alike by threads and asyncio tasks).
+:class:`ConsolidationScheduler` belongs to one session handle: when a turn ends
+(:func:`ends_turn`) it computes what is pending from the session log and the consolidation
+watermark (the tokens of the messages logged after the last consolidated one: no counter
+that a job could reset, so work is pending exactly as long as it is not consolidated), runs
+a consolidation when ``every_tokens`` is reached (here, or in the background; by default
+after every turn, in the background), and runs one session's consolidations one at a time
+(a process-wide lock per session, taken alike by threads and asyncio tasks).
 
 :class:`ConsolidationQueue` is one bounded queue and worker pool for background
 consolidation. A :class:`~agentmem.MemoryService` owns one for all its users; a manager
@@ -14,13 +15,17 @@ by session: a session already waiting in the queue is not queued twice (the one 
 up on everything recorded so far), so a burst of turns is one consolidation, not one per
 turn; and one session is never consolidated by two workers at once (schedulers take the
 session's process-wide lock). :meth:`~ConsolidationQueue.wait_idle` waits until nothing is
-queued or running (tests and scripts that read long-term memory right after a turn).
+queued, running or being fed (tests and scripts that read long-term memory right after a
+turn).
 
 Backpressure: when ``max_pending`` sessions are already waiting, :meth:`~ConsolidationQueue.submit`
 does not block the caller and does not queue the job; it returns ``None`` and logs at
-``WARNING``. Nothing is lost: the messages stay in the session log with their token count
-pending, so the session's next recorded turn (or an explicit ``consolidate()``) submits it
-again. The same holds for what is still queued when the process dies.
+``WARNING``. Nothing is lost: the messages stay in the session log after its watermark, so
+they stay pending until a consolidation gets past them: the session's next turn (or an
+explicit ``consolidate()``) submits it again, and :meth:`MemoryService.open
+<agentmem.MemoryService.open>` resumes every session left over its threshold
+(:meth:`~ConsolidationQueue.feed`: in the background, never more than half the queue at a
+time). The same holds for what is still queued when the process dies.
 
 :meth:`~ConsolidationQueue.close` stops taking work, then finishes the queued and running
 jobs (``wait=True``, the default) or lets the queued ones go (``wait=False``); either way
@@ -32,7 +37,7 @@ Example:
     >>> consolidator = MemoryConsolidator(long_term, store=chat.store)  # doctest: +SKIP
     >>> scheduler = ConsolidationScheduler(chat, consolidator, every_tokens=50)  # doctest: +SKIP
     >>> batch = chat.add_messages([{"role": "user", "content": "I indent with tabs"}])
-    >>> scheduler.record(batch) is None  # under 50 tokens: nothing ran  # doctest: +SKIP
+    >>> scheduler.record(batch) is None  # no answer yet: nothing ran  # doctest: +SKIP
     True
     >>> queue = ConsolidationQueue(workers=1, max_pending=8)
     >>> future = queue.submit(("alice", "s1"), lambda: "done")
@@ -48,9 +53,9 @@ import concurrent.futures
 import logging
 import queue as queue_module
 import threading
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from agentmem._checks import check_positive_int
 from agentmem._sansio import Program, async_twin, blocking, call, drive, locked, twin
@@ -61,15 +66,19 @@ if TYPE_CHECKING:
     from agentmem.controller.consolidation import ConsolidationReport, MemoryConsolidator
     from agentmem.short_term.base import ShortTermMemory
 
-__all__ = ["PENDING_STATE_KEY", "ConsolidationQueue", "ConsolidationScheduler", "ends_turn"]
+__all__ = ["ConsolidationQueue", "ConsolidationScheduler", "Job", "JobKey", "ends_turn"]
 
 logger = logging.getLogger(__name__)
 
 
 _STOP = object()
 
-PENDING_STATE_KEY = "manager"
-"""Session-state key of the tokens recorded since the session's last consolidation."""
+#: What identifies a session's consolidation job in a queue: the session store (by
+#: identity), the user, the agent and the session.
+JobKey: TypeAlias = tuple[int, str, str | None, str]
+
+#: A job to queue: its key and what it runs.
+Job: TypeAlias = tuple[Hashable, Callable[[], Any]]
 
 
 class ConsolidationQueue:
@@ -86,10 +95,13 @@ class ConsolidationQueue:
         self.max_pending = check_positive_int(max_pending, "max_pending")
         self._queue: queue_module.Queue[Any] = queue_module.Queue()
         self._waiting: dict[Hashable, Future[Any]] = {}
+        self._running_jobs: dict[Hashable, list[Future[Any]]] = {}
         self._threads: list[threading.Thread] = []
+        self._feeders: list[threading.Thread] = []
         self._lock = threading.Lock()
-        self._idle = threading.Condition(self._lock)
+        self._changed = threading.Condition(self._lock)
         self._running = 0
+        self._feeding = 0
         self._closed = False
         self.dropped = 0
         """Jobs refused because the queue was full (their work stays pending)."""
@@ -118,22 +130,77 @@ class ConsolidationQueue:
                 self.dropped += 1
                 logger.warning(
                     "consolidation queue full (%d waiting); %r stays pending until its next "
-                    "turn or an explicit consolidate()",
+                    "turn, an explicit consolidate() or the next MemoryService.open",
                     self.max_pending,
                     key,
                 )
                 return None
-            future: Future[Any] = Future()
-            self._waiting[key] = future
-            self._queue.put((key, future, job))
-            if len(self._threads) < self.workers:
-                thread = threading.Thread(
-                    target=self._work, name=f"agentmem-consolidate-{len(self._threads)}"
-                )
-                thread.daemon = True
-                self._threads.append(thread)
-                thread.start()
-            return future
+            return self._put(key, job)
+
+    def _put(self, key: Hashable, job: Callable[[], Any]) -> Future[Any]:
+        """Queue a job (the lock held, room checked)."""
+        future: Future[Any] = Future()
+        self._waiting[key] = future
+        self._queue.put((key, future, job))
+        if len(self._threads) < self.workers:
+            thread = threading.Thread(
+                target=self._work, name=f"agentmem-consolidate-{len(self._threads)}"
+            )
+            thread.daemon = True
+            self._threads.append(thread)
+            thread.start()
+        return future
+
+    def futures_of(self, key: Hashable) -> list[Future[Any]]:
+        """The futures of ``key``'s queued and running jobs, whoever submitted them."""
+        with self._lock:
+            found = list(self._running_jobs.get(key, ()))
+            waiting = self._waiting.get(key)
+            return [*found, waiting] if waiting is not None else found
+
+    def feed(self, jobs: Iterable[Job]) -> None:
+        """Queue ``jobs`` (``(key, job)`` pairs) from a background thread, never filling
+        more than half the queue (room stays for live turns), until they run out or the
+        queue closes. ``jobs`` is iterated in that thread, so it may do I/O (a scan of the
+        sessions left over their threshold, see ``MemoryService.open``).
+        :meth:`wait_idle` waits for the feeding too.
+
+        Example:
+            >>> queue = ConsolidationQueue(max_pending=2)
+            >>> done = []
+            >>> queue.feed((f"s{i}", lambda i=i: done.append(i)) for i in range(5))
+            >>> queue.wait_idle(timeout=5), sorted(done)
+            (True, [0, 1, 2, 3, 4])
+            >>> queue.close()
+        """
+        with self._lock:
+            if self._closed:
+                msg = "the consolidation queue is closed; open a new service or manager"
+                raise StoreClosedError(msg)
+            self._feeding += 1
+            thread = threading.Thread(
+                target=self._feed, args=(jobs,), name="agentmem-consolidate-feed"
+            )
+            thread.daemon = True
+            self._feeders.append(thread)
+        thread.start()
+
+    def _feed(self, jobs: Iterable[Job]) -> None:
+        room = max(1, self.max_pending // 2)
+        try:
+            for key, job in jobs:
+                with self._changed:
+                    self._changed.wait_for(lambda: self._closed or len(self._waiting) < room)
+                    if self._closed:
+                        return
+                    if key not in self._waiting:
+                        self._put(key, job)
+        except Exception:
+            logger.exception("resuming pending consolidations stopped")
+        finally:
+            with self._changed:
+                self._feeding -= 1
+                self._changed.notify_all()
 
     @property
     def running(self) -> int:
@@ -142,8 +209,8 @@ class ConsolidationQueue:
             return self._running
 
     def wait_idle(self, timeout: float | None = None) -> bool:
-        """Wait until no job is queued or running; ``False`` if ``timeout`` seconds passed
-        first (jobs submitted meanwhile are waited for too).
+        """Wait until no job is queued, running or being fed (:meth:`feed`); ``False`` if
+        ``timeout`` seconds passed first (jobs submitted meanwhile are waited for too).
 
         Example:
             >>> queue = ConsolidationQueue()
@@ -152,8 +219,11 @@ class ConsolidationQueue:
             (True, 0, 0)
             >>> queue.close()
         """
-        with self._idle:
-            return self._idle.wait_for(lambda: not self._waiting and not self._running, timeout)
+        with self._changed:
+            return self._changed.wait_for(self._idle, timeout)
+
+    def _idle(self) -> bool:
+        return not self._waiting and not self._running and not self._feeding
 
     def _work(self) -> None:
         while True:
@@ -161,10 +231,12 @@ class ConsolidationQueue:
             if item is _STOP:
                 return
             key, future, job = item
-            with self._lock:
+            with self._changed:
                 if self._waiting.get(key) is future:
                     del self._waiting[key]
                 self._running += 1
+                self._running_jobs.setdefault(key, []).append(future)
+                self._changed.notify_all()  # room for a feeder
             try:
                 if future.set_running_or_notify_cancel():
                     try:
@@ -173,27 +245,32 @@ class ConsolidationQueue:
                         logger.exception("background consolidation of %r failed", key)
                         future.set_exception(exc)
             finally:
-                with self._idle:
+                with self._changed:
                     self._running -= 1
-                    if not self._waiting and not self._running:
-                        self._idle.notify_all()
+                    running = self._running_jobs[key]
+                    running.remove(future)
+                    if not running:
+                        del self._running_jobs[key]
+                    self._changed.notify_all()
 
     def close(self, *, wait: bool = True, timeout: float | None = None) -> None:
-        """Stop taking jobs; finish the queued ones (``wait``) or cancel them.
+        """Stop taking jobs (and stop feeding); finish the queued ones (``wait``) or cancel
+        them.
 
         Cancelled jobs lose nothing: their messages stay pending in the session store.
         """
-        with self._lock:
+        with self._changed:
             if self._closed:
-                threads = []
+                threads: list[threading.Thread] = []
             else:
                 self._closed = True
-                threads = list(self._threads)
+                threads = [*self._feeders, *self._threads]
                 if not wait:
                     for future in self._waiting.values():
                         future.cancel()
-                for _ in threads:
+                for _ in self._threads:
                     self._queue.put(_STOP)
+            self._changed.notify_all()
         for thread in threads:
             thread.join(timeout)
 
@@ -244,52 +321,85 @@ class ConsolidationScheduler:
         self._owns_queue = False
         self._queue_lock = threading.Lock()
         self._futures: set[Future[Any]] = set()
-        # Every handle on one session takes these keys' locks, wherever it was opened.
-        session = (short_term.store, short_term.session_id)
-        self._count_key: Hashable = ("pending", *session)
-        self._run_key: Hashable = ("consolidate", *session)
+        # Every handle on one session takes this key's lock, wherever it was opened.
+        self._run_key: Hashable = ("consolidate", short_term.store, short_term.session_id)
+
+    @property
+    def job_key(self) -> JobKey:
+        """What names this session's (and owner's) job in a :class:`ConsolidationQueue`:
+        every handle on the session gets the same key, so they share one queued job."""
+        scope = self.consolidator.memory.scope
+        store, session_id = self.short_term.store, self.short_term.session_id
+        return (id(store), scope.user_id, scope.agent_id, session_id)
 
     # -- triggering ------------------------------------------------------------------------
 
     @twin
     def record(self, messages: Sequence[Message]) -> Program[ConsolidationReport | None]:
-        """Count ``messages`` (just appended to the session); consolidate when the
-        threshold is crossed. Returns the report if it ran here (never in background mode).
+        """Note that ``messages`` were just appended to the session; when they end a turn
+        and the backlog reached the threshold, consolidate. Returns the report if it ran
+        here (never in background mode).
         """
         return (yield from self._record(messages))
 
     arecord = async_twin(record)
 
     def _record(self, messages: Sequence[Message]) -> Program[ConsolidationReport | None]:
-        state = yield from locked(self._count_key, self._add_pending(messages))
-        limit = self.every_tokens
-        if not ends_turn(messages) or limit is None or state["pending_tokens"] < limit:
+        if not ends_turn(messages) or self.every_tokens is None:
+            return None
+        if not (yield from self._due()):
             return None
         if self.background:
             self.submit()
             return None
         return (yield from self._consolidate())
 
-    def _add_pending(self, messages: Sequence[Message]) -> Program[dict[str, Any]]:
-        store, session_id = self.short_term.store, self.short_term.session_id
-        previous = yield from call(store.get_state, store.aget_state, session_id, PENDING_STATE_KEY)
-        counter = self.short_term.token_counter
-        tokens = sum(counter.count_message(m) for m in messages)
-        state = {"pending_tokens": int((previous or {}).get("pending_tokens", 0)) + tokens}
-        yield from call(store.set_state, store.aset_state, session_id, PENDING_STATE_KEY, state)
-        return state
+    @twin
+    def due(self) -> Program[bool]:
+        """Whether the session's backlog has reached the threshold: the messages logged
+        after the consolidation watermark hold at least ``every_tokens`` tokens, or an
+        interrupted consolidation waits to be finished. Never with ``every_tokens=None``.
 
-    def _reset(self) -> Program[None]:
-        store, session_id = self.short_term.store, self.short_term.session_id
-        state = {"pending_tokens": 0}
-        yield from call(store.set_state, store.aset_state, session_id, PENDING_STATE_KEY, state)
+        Computed from the log and the watermark alone, so it stays true until a
+        consolidation really gets past the messages, whatever happened to earlier jobs.
+        """
+        return (yield from self._due())
+
+    adue = async_twin(due)
+
+    def _due(self) -> Program[bool]:
+        limit = self.every_tokens
+        if limit is None:
+            return False
+        consolidator = self.consolidator
+        state = (yield from consolidator._get_state(self.short_term.session_id)) or {}
+        if state.get("pending"):
+            return True
+        tokens, _ = yield from self.short_term._backlog(state.get("watermark"), limit)
+        return tokens >= limit
+
+    def _resumable(self) -> Program[bool]:
+        """Due, and the log ends a turn (a question still waiting for its answer is not
+        consolidated apart from it): what :meth:`MemoryService.open
+        <agentmem.MemoryService.open>` resumes."""
+        if not (yield from self._due()):
+            return False
+        _, newest = yield from self.short_term._backlog(None, 0)
+        return newest is not None and ends_turn([newest])
+
+    def resume_job(self) -> Job | None:
+        """The ``(key, job)`` that consolidates this session when it is left over its
+        threshold (see :meth:`ConsolidationQueue.feed`), else ``None``."""
+        if not drive(self._resumable()):
+            return None
+        return self.job_key, lambda: drive(self._consolidate())
 
     # -- running ---------------------------------------------------------------------------
 
     @twin
     def consolidate(self) -> Program[ConsolidationReport]:
         """Consolidate the session's messages not consolidated before, now (one run per
-        session at a time); a run without error resets the token count."""
+        session at a time)."""
         return (yield from self._consolidate())
 
     aconsolidate = async_twin(consolidate)
@@ -300,10 +410,7 @@ class ConsolidationScheduler:
     def _run(self) -> Program[ConsolidationReport]:
         log = yield from self.short_term._get_log()
         session_id = self.short_term.session_id
-        report = yield from self.consolidator._consolidate_session(log, session_id=session_id)
-        if report.error is None:
-            yield from locked(self._count_key, self._reset())
-        return report
+        return (yield from self.consolidator._consolidate_session(log, session_id=session_id))
 
     def submit(self) -> None:
         """Queue a background consolidation of the session (sync and async callers alike:
@@ -313,26 +420,33 @@ class ConsolidationScheduler:
                 self._queue = ConsolidationQueue(workers=1)
                 self._owns_queue = True
             queue = self._queue
-        scope = self.consolidator.memory.scope
-        key = (id(self.short_term.store), scope.user_id, self.short_term.session_id)
-        future = queue.submit(key, lambda: drive(self._consolidate()))
+        future = queue.submit(self.job_key, lambda: drive(self._consolidate()))
         if future is not None and future not in self._futures:
             self._futures.add(future)
             future.add_done_callback(self._futures.discard)
 
     # -- waiting and closing ---------------------------------------------------------------
 
+    def _session_futures(self) -> list[Future[Any]]:
+        """This handle's background runs, and the session's queued or running ones that
+        another handle (an evicted one, say) submitted to the same queue."""
+        futures = set(self._futures)
+        queue = self._queue
+        if queue is not None:
+            futures.update(queue.futures_of(self.job_key))
+        return list(futures)
+
     def wait(self, timeout: float | None = None) -> bool:
-        """Wait until this scheduler's queued and running background runs finish; ``False``
-        if ``timeout`` seconds passed first."""
-        futures = list(self._futures)
+        """Wait until the session's queued and running background runs finish (whichever
+        handle submitted them); ``False`` if ``timeout`` seconds passed first."""
+        futures = self._session_futures()
         if not futures:
             return True
         return not concurrent.futures.wait(futures, timeout).not_done
 
     async def wait_async(self, timeout: float | None = None) -> bool:
         """:meth:`wait` without blocking the event loop."""
-        futures = [asyncio.wrap_future(f) for f in list(self._futures)]
+        futures = [asyncio.wrap_future(f) for f in self._session_futures()]
         if not futures:
             return True
         return not (await asyncio.wait(futures, timeout=timeout))[1]

@@ -237,6 +237,20 @@ class ShortTermMemory(ABC):
         with self._lock:
             return list(self._log.messages)
 
+    def _backlog(self, watermark: str | None, at_least: int) -> Program[tuple[int, Message | None]]:
+        """Tokens of the messages logged after the message ``watermark`` (all of them when
+        it is ``None`` or not in the log), and the newest message. Counted newest first and
+        only until ``at_least`` is reached, so the cost is that of the backlog, not the log."""
+        yield from self._refresh()
+        with self._lock:
+            log = self._log
+            tokens = 0
+            for index in range(len(log.messages) - 1, -1, -1):
+                if tokens >= at_least or log.messages[index].id == watermark:
+                    break
+                tokens += log.count(index)
+            return tokens, (log.messages[-1] if log.messages else None)
+
     @twin
     def clear(self) -> Program[None]:
         """Delete this session's messages and state from the store."""

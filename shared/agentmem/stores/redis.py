@@ -33,8 +33,10 @@ seq, however many write concurrently.
 ``append`` returns its existing seq. So when a connection drops after Redis applied an append
 but before its reply arrived, the client's automatic retry (and your own retry after a
 :class:`~agentmem.errors.StoreUnavailableError` whose ``outcome`` is ``"unknown"``) cannot
-duplicate messages, provided you retry with the same ``Message`` objects. Message ids are
-random UUIDs unless you set them, so distinct messages never collide. (Appending the very
+duplicate messages, provided you retry with the same ``Message`` objects, or call
+``process_interaction`` again with the same ``turn_id`` (it derives the turn's message ids
+from it: see :mod:`agentmem.controller.turns`). Message ids are random UUIDs unless you set
+them, so distinct messages never collide. (Appending the very
 same ``Message`` object twice therefore stores it once, unlike the in-memory store.)
 
 **Bounded calls.** Stores built by :meth:`RedisSessionStore.from_url` never wait on a
@@ -116,9 +118,10 @@ _HEALTH_CHECK_INTERVAL = 30
 
 # How to retry a write whose outcome is unknown (the end of StoreUnavailableError messages).
 _RETRY_APPEND = (
-    "append the same Message objects again (or messages with the same ids): appends are "
-    "idempotent by message id, so nothing is stored twice; new Message objects would get "
-    "new ids and be stored twice"
+    "call process_interaction (or record_messages) again with the same turn_id, or append "
+    "the same Message objects again (or messages with the same ids): appends are "
+    "idempotent by message id, so nothing is stored twice; a call without a turn_id, or "
+    "new Message objects, would get new ids and be stored twice"
 )
 _RETRY_STATE = "repeat the call: setting or deleting a state key is idempotent"
 _RETRY_CLEAR = "repeat the clear: it is idempotent"

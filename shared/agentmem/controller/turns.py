@@ -1,0 +1,201 @@
+"""Turns recorded exactly once: what a ``turn_id`` does.
+
+``process_interaction(user, assistant, turn_id="...")`` (and ``record_messages(...,
+turn_id=...)``) make recording a turn idempotent in every session store, so a retry after
+any error (a timeout, a crash, a Redis :class:`~agentmem.errors.StoreUnavailableError` whose
+``outcome`` is ``"unknown"``) stores nothing twice:
+
+* the turn's message ids are derived from the session, the ``turn_id`` and each message's
+  position (UUIDv5), so every attempt appends the *same* messages;
+* before the first append, a *turn record* is written to the session state (key
+  ``turn:<turn_id>``): a digest of the turn's messages (role, content, name, tool calls,
+  metadata; not the ids or timestamps, which a retry makes anew) and the log position the
+  turn was recorded after;
+* an attempt that finds the record with the same digest is a retry: it reads the log past
+  that position and appends only if the messages are not there yet (an earlier attempt
+  failed between the record and the append). What follows the append (counting the turn in
+  working memory) is marked in the record once done (:func:`settle_turn`), so a retry does
+  it only if the failed attempt had not; The Redis store's appends are idempotent by
+  message id besides, so even two processes retrying at once store the turn once;
+* an attempt that finds the record with a *different* digest is not a retry but a reused
+  id: it raises :class:`~agentmem.errors.TurnConflictError` and writes nothing.
+
+Within one process the steps run under the session's process-wide lock (threads and
+asyncio tasks alike). Across processes, Redis appends are idempotent by message id; two
+processes retrying one turn at the same moment on one SQLite file are not serialized (one
+process per home is the embedded default). Turn records stay with the session's state (a
+few dozen bytes per turn) and go with :meth:`~agentmem.stores.base.SessionStore.clear`.
+
+Example:
+    >>> from agentmem.stores import InMemorySessionStore
+    >>> from agentmem.short_term import ConversationBufferMemory
+    >>> from agentmem._sansio import drive
+    >>> chat = ConversationBufferMemory(session_id="s1", store=InMemorySessionStore())
+    >>> turn = [Message.create("user", "hi"), Message.create("assistant", "hello")]
+    >>> drive(record_turn(chat, turn, "t-1")).new
+    True
+    >>> again = [Message.create("user", "hi"), Message.create("assistant", "hello")]
+    >>> drive(record_turn(chat, again, "t-1")).new  # a retry: nothing is stored twice
+    False
+    >>> chat.store.count("s1")
+    2
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from agentmem._sansio import Program, call, locked
+from agentmem.errors import InvalidValueError, TurnConflictError
+from agentmem.storable import check_storable_text
+from agentmem.types import Message
+
+if TYPE_CHECKING:
+    from agentmem.short_term.base import ShortTermMemory
+
+__all__ = [
+    "MAX_TURN_ID_LENGTH",
+    "TURN_STATE_PREFIX",
+    "RecordedTurn",
+    "check_turn_id",
+    "record_turn",
+    "settle_turn",
+    "turn_digest",
+    "turn_messages",
+]
+
+#: Longest ``turn_id`` accepted (characters).
+MAX_TURN_ID_LENGTH = 256
+
+#: Prefix of the session-state keys of turn records.
+TURN_STATE_PREFIX = "turn:"
+
+_NAMESPACE = uuid.UUID("0b8d2f64-3c1e-4f5a-9d7b-6a2e8c4f1b93")
+
+
+def check_turn_id(turn_id: object) -> str:
+    """Return ``turn_id`` if it is usable: a non-empty string of at most
+    :data:`MAX_TURN_ID_LENGTH` characters, storable as UTF-8.
+
+    Raises:
+        InvalidValueError: It is not.
+
+    Example:
+        >>> check_turn_id("run-42/turn-3")
+        'run-42/turn-3'
+    """
+    if not isinstance(turn_id, str) or not turn_id.strip():
+        msg = f"turn_id must be a non-empty string, got {turn_id!r}"
+        raise InvalidValueError(msg)
+    if len(turn_id) > MAX_TURN_ID_LENGTH:
+        msg = f"turn_id is {len(turn_id)} characters long; at most {MAX_TURN_ID_LENGTH} allowed"
+        raise InvalidValueError(msg)
+    return check_storable_text(turn_id, what="turn_id")
+
+
+def turn_messages(session_id: str, turn_id: str, messages: Sequence[Message]) -> list[Message]:
+    """``messages`` with ids derived from the session, the turn and each position, so
+    every attempt at recording the turn appends the same messages.
+
+    Example:
+        >>> one = turn_messages("s1", "t-1", [Message.create("user", "hi")])
+        >>> two = turn_messages("s1", "t-1", [Message.create("user", "hi")])
+        >>> one[0].id == two[0].id
+        True
+    """
+    return [
+        m.replace(id=str(uuid.uuid5(_NAMESPACE, json.dumps([session_id, turn_id, i]))))
+        for i, m in enumerate(messages)
+    ]
+
+
+def turn_digest(messages: Sequence[Message]) -> str:
+    """A digest of what a turn says (ids and timestamps left out: a retry makes new ones).
+
+    Example:
+        >>> turn_digest([Message.create("user", "hi")]) == turn_digest(
+        ...     [Message.create("user", "hi")]
+        ... )
+        True
+    """
+    content = [m.model_dump(mode="json", exclude={"id", "timestamp"}) for m in messages]
+    text = json.dumps(content, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class RecordedTurn:
+    """What :func:`record_turn` did.
+
+    Attributes:
+        messages: The turn's messages as stored (on a retry: as an earlier attempt stored
+            them).
+        new: ``True`` when this call appended them, ``False`` when they were already there.
+        settled: Whether an earlier attempt finished what follows the append (counting the
+            turn in working memory): :func:`settle_turn` marks it.
+    """
+
+    messages: list[Message]
+    new: bool
+    settled: bool
+    turn_id: str
+    record: dict[str, Any]
+
+
+def settle_turn(short_term: ShortTermMemory, turn: RecordedTurn) -> Program[None]:
+    """Mark ``turn`` as settled: what follows its append is done, so a retry skips it."""
+    store, session_id = short_term.store, short_term.session_id
+    record = {**turn.record, "settled": True}
+    key = f"{TURN_STATE_PREFIX}{turn.turn_id}"
+    yield from call(store.set_state, store.aset_state, session_id, key, record)
+
+
+def record_turn(
+    short_term: ShortTermMemory, messages: Sequence[Message], turn_id: str
+) -> Program[RecordedTurn]:
+    """Append ``messages`` to ``short_term``'s session as the turn ``turn_id``, exactly once
+    (see the module docstring).
+
+    Raises:
+        InvalidValueError: ``turn_id`` is not usable.
+        TurnConflictError: ``turn_id`` was used in the session for other messages.
+    """
+    turn_id = check_turn_id(turn_id)
+    batch = turn_messages(short_term.session_id, turn_id, messages)
+    key = ("turn", short_term.store, short_term.session_id)
+    return (yield from locked(key, _record(short_term, batch, turn_id)))
+
+
+def _record(
+    short_term: ShortTermMemory, batch: list[Message], turn_id: str
+) -> Program[RecordedTurn]:
+    store, session_id = short_term.store, short_term.session_id
+    state_key = f"{TURN_STATE_PREFIX}{turn_id}"
+    digest = turn_digest(batch)
+    found = yield from call(store.get_state, store.aget_state, session_id, state_key)
+    if found is not None:
+        if found.get("digest") != digest:
+            msg = (
+                f"turn_id {turn_id!r} was already used in session {session_id!r} for other "
+                "messages; a retry must repeat the same exchange. Nothing was written: give "
+                "a new turn its own turn_id"
+            )
+            raise TurnConflictError(msg)
+        record = found
+        since = yield from call(store.read, store.aread, session_id, after=int(found["after"]))
+        stored = {m.message.id: m.message for m in since}
+        if all(m.id in stored for m in batch):
+            settled = bool(found.get("settled"))
+            return RecordedTurn([stored[m.id] for m in batch], False, settled, turn_id, record)
+    else:
+        after = yield from call(store.last_seq, store.alast_seq, session_id)
+        record = {"version": 1, "digest": digest, "after": after, "messages": len(batch)}
+        yield from call(store.set_state, store.aset_state, session_id, state_key, record)
+    # A first attempt, or one whose earlier attempt wrote the record but not the messages.
+    appended = yield from short_term._add_messages(batch)
+    return RecordedTurn(appended, True, False, turn_id, record)

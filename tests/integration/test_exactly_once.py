@@ -1,0 +1,290 @@
+"""Exactly-once turns: ``process_interaction(..., turn_id=...)`` retried after any error stores
+the turn once, in every session store; a ``turn_id`` reused for another exchange is refused.
+
+On the real stores: the in-memory store, SQLite and a real ``redis-server`` for sessions,
+Qdrant Edge for memories. Failures are injected around the store's real ``append``: after
+it committed (the caller never heard back), or before it ran; on Redis, by pausing the
+server (SIGSTOP) while the append is in flight, which yields a
+:class:`~agentmem.errors.StoreUnavailableError` with outcome ``"unknown"`` and an append
+the server applies once resumed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentmem import MemoryManager, MemoryService
+from agentmem.controller.turns import MAX_TURN_ID_LENGTH
+from agentmem.errors import InvalidValueError, StoreUnavailableError, TurnConflictError
+from agentmem.stores.base import SessionStore
+from agentmem.stores.memory import InMemorySessionStore
+from agentmem.stores.qdrant.edge import QdrantEdgeStore
+from agentmem.stores.redis import RedisSessionStore
+from agentmem.stores.sqlite import SQLiteSessionStore
+from agentmem.types import Message
+from tests.fakes import HashingEmbedder
+from tests.redis_server import RedisServer, find_redis_server
+
+pytestmark = pytest.mark.integration
+
+DIM = 64
+SAID = ("I keep my bike in the blue shed", "Noted: the blue shed.")
+
+
+class Lost(ConnectionError):
+    """The reply of a store call that never came back."""
+
+
+def sessions_of(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> SessionStore:
+    if kind == "memory":
+        return InMemorySessionStore()
+    if kind == "sqlite":
+        return SQLiteSessionStore(tmp_path / "sessions.db")
+    url = request.getfixturevalue("redis_url")
+    return RedisSessionStore.from_url(url, prefix=f"once{uuid.uuid4().hex[:10]}")
+
+
+def open_service(sessions: SessionStore, tmp_path: Path, **settings: Any) -> MemoryService:
+    memories = QdrantEdgeStore(tmp_path / "long_term", dimension=DIM)
+    return MemoryService(
+        sessions=sessions,
+        memory_store=memories,
+        embedder=HashingEmbedder(DIM),
+        on_close=[memories.close, sessions.close],
+        **settings,
+    )
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis"])
+def service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MemoryService]:
+    with open_service(sessions_of(str(request.param), tmp_path, request), tmp_path) as service:
+        yield service
+
+
+def contents(mem: MemoryManager) -> list[str]:
+    return [m["content"] for m in mem.short_term.get_all_messages()]
+
+
+def memories(mem: MemoryManager) -> list[str]:
+    return sorted(r.content for r in mem.long_term.all_records())
+
+
+def fail_append(
+    monkeypatch: pytest.MonkeyPatch, store: SessionStore, *, after_commit: bool
+) -> list[int]:
+    """Make the store's next append fail once: after it committed (the reply was lost) or
+    before it ran. Returns the list the attempts are counted in."""
+    real = store.append
+    attempts: list[int] = []
+
+    def append(session_id: str, messages: Sequence[Message]) -> list[int]:
+        attempts.append(len(messages))
+        if len(attempts) > 1:
+            return real(session_id, messages)
+        if after_commit:
+            real(session_id, messages)
+        raise Lost("the reply of the append never came")
+
+    async def aappend(session_id: str, messages: Sequence[Message]) -> list[int]:
+        return await asyncio.to_thread(append, session_id, messages)
+
+    monkeypatch.setattr(store, "append", append)
+    monkeypatch.setattr(store, "aappend", aappend)
+    return attempts
+
+
+def interact(mem: MemoryManager, mode: str, *args: Any, **kwargs: Any) -> Any:
+    if mode == "sync":
+        return mem.process_interaction(*args, **kwargs)
+    return asyncio.run(mem.aprocess_interaction(*args, **kwargs))
+
+
+def check_stored_once(service: MemoryService, alice: MemoryManager) -> None:
+    assert contents(alice) == ["first turn", "ok", *SAID]
+    assert service.wait_for_consolidation(timeout=60)
+    assert memories(alice) == sorted(
+        ["user: first turn\nassistant: ok", f"user: {SAID[0]}\nassistant: {SAID[1]}"]
+    )
+    assert alice.working.turn == 2  # the retries did not count the turn again
+
+
+@pytest.mark.parametrize("after_commit", [True, False], ids=["reply-lost", "not-written"])
+def test_a_retried_turn_is_stored_once(
+    service: MemoryService, monkeypatch: pytest.MonkeyPatch, after_commit: bool
+) -> None:
+    alice = service.manager("alice", "retry-sync")
+    alice.process_interaction("first turn", "ok", turn_id="t-0")
+    attempts = fail_append(monkeypatch, service.sessions, after_commit=after_commit)
+    with pytest.raises(Lost):
+        alice.process_interaction(*SAID, turn_id="t-1")
+    alice.process_interaction(*SAID, turn_id="t-1")  # the retry
+    alice.process_interaction(*SAID, turn_id="t-1")  # and one more, for good measure
+    # The retry appended only when the first attempt had not.
+    assert len(attempts) == (1 if after_commit else 2)
+    check_stored_once(service, alice)
+
+
+@pytest.mark.parametrize("after_commit", [True, False], ids=["reply-lost", "not-written"])
+async def test_a_retried_async_turn_is_stored_once(
+    service: MemoryService, monkeypatch: pytest.MonkeyPatch, after_commit: bool
+) -> None:
+    alice = service.manager("alice", "retry-async")
+    await alice.aprocess_interaction("first turn", "ok", turn_id="t-0")
+    attempts = fail_append(monkeypatch, service.sessions, after_commit=after_commit)
+    with pytest.raises(Lost):
+        await alice.aprocess_interaction(*SAID, turn_id="t-1")
+    await alice.aprocess_interaction(*SAID, turn_id="t-1")
+    await alice.aprocess_interaction(*SAID, turn_id="t-1")
+    assert len(attempts) == (1 if after_commit else 2)
+    assert await service.await_consolidation(timeout=60)
+    await asyncio.to_thread(check_stored_once, service, alice)
+
+
+def test_without_a_turn_id_a_retry_stores_the_turn_twice(
+    service: MemoryService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Why turn_id exists: the old way duplicates.
+    alice = service.manager("alice", "no-turn-id")
+    fail_append(monkeypatch, service.sessions, after_commit=True)
+    with pytest.raises(Lost):
+        alice.process_interaction(*SAID)
+    alice.process_interaction(*SAID)
+    assert contents(alice) == [*SAID, *SAID]
+
+
+def test_a_turn_id_reused_for_another_exchange_is_refused(service: MemoryService) -> None:
+    alice = service.manager("alice", "reuse")
+    alice.process_interaction(*SAID, turn_id="t-1")
+    assert service.wait_for_consolidation(timeout=60)  # its watermark written, then compare
+    store = service.sessions
+    before = (store.read(alice.session_id), store.state_keys(alice.session_id))
+    for other in [
+        ("I keep my bike in the red shed", SAID[1]),
+        (SAID[0], "Noted: the red shed."),
+    ]:
+        with pytest.raises(TurnConflictError, match="turn_id 't-1' was already used") as info:
+            alice.process_interaction(*other, turn_id="t-1")
+        assert isinstance(info.value, InvalidValueError)
+        assert "\n" not in str(info.value)
+    with pytest.raises(TurnConflictError):  # other metadata is another exchange too
+        alice.process_interaction(*SAID, {"channel": "sms"}, turn_id="t-1")
+    assert (store.read(alice.session_id), store.state_keys(alice.session_id)) == before
+    # The same id in another session is another turn.
+    bob = service.manager("bob", "reuse-bob")
+    bob.process_interaction("I keep my bike in the red shed", "ok", turn_id="t-1")
+    assert contents(bob) == ["I keep my bike in the red shed", "ok"]
+
+
+async def test_a_reused_turn_id_is_refused_in_async_code_too(service: MemoryService) -> None:
+    alice = service.manager("alice", "reuse-async")
+    await alice.aprocess_interaction(*SAID, turn_id="t-1")
+    with pytest.raises(TurnConflictError):
+        await alice.aprocess_interaction("something else", "ok", turn_id="t-1")
+    assert await asyncio.to_thread(contents, alice) == list(SAID)
+
+
+@pytest.mark.parametrize(
+    "turn_id", ["", "   ", 42, "x" * (MAX_TURN_ID_LENGTH + 1), "bad\ud800"], ids=repr
+)
+def test_an_unusable_turn_id_is_refused_and_nothing_is_written(
+    service: MemoryService, turn_id: Any
+) -> None:
+    alice = service.manager("alice", "bad-ids")
+    with pytest.raises(InvalidValueError, match="turn_id"):
+        alice.process_interaction(*SAID, turn_id=turn_id)
+    assert service.sessions.read(alice.session_id) == []
+    assert service.sessions.state_keys(alice.session_id) == []
+
+
+def test_turn_ids_keep_many_threads_exactly_once(service: MemoryService) -> None:
+    """Eight threads record the same 20 turns of one session, each retrying every turn:
+    each turn is stored once."""
+    import threading
+
+    alice = service.manager("alice", "threads")
+    errors: list[BaseException] = []
+
+    def worker() -> None:
+        try:
+            for t in range(20):
+                alice.process_interaction(f"fact {t} about kayaks", "noted", turn_id=f"t{t}")
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    counts = Counter(contents(alice))
+    assert counts == Counter({**{f"fact {t} about kayaks": 1 for t in range(20)}, "noted": 20})
+
+
+# -- Redis: a retry after an "unknown" outcome ------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def private_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """This module's own server: pausing it cannot disturb other tests."""
+    if find_redis_server() is None:
+        pytest.skip("redis-server is not on PATH; .ci/run installs it")
+    with RedisServer.start(tmp_path_factory.mktemp("redis-once")) as server:
+        yield server
+
+
+def pause_during_append(server: RedisServer, store: RedisSessionStore) -> Callable[[], None]:
+    """Pause the server while the next append is on the wire (it is sent, never answered),
+    then resume it; returns what undoes the patch."""
+    real = store.append
+
+    def append(session_id: str, messages: Sequence[Message]) -> list[int]:
+        store.append = real  # type: ignore[method-assign]
+        server.pause()
+        try:
+            return real(session_id, messages)
+        finally:
+            server.resume()
+
+    store.append = append  # type: ignore[method-assign]
+    return lambda: setattr(store, "append", real)
+
+
+def test_a_turn_retried_after_an_unknown_redis_outcome_is_stored_once(
+    private_redis: RedisServer, tmp_path: Path
+) -> None:
+    sessions = RedisSessionStore.from_url(
+        private_redis.url, prefix=f"once{uuid.uuid4().hex[:10]}", timeout=0.5, deadline=1.0
+    )
+    with open_service(sessions, tmp_path) as service:
+        alice = service.manager("alice", "unknown-outcome")
+        alice.process_interaction("first turn", "ok", turn_id="t-0")  # the scripts loaded
+        undo = pause_during_append(private_redis, sessions)
+        try:
+            with pytest.raises(StoreUnavailableError) as info:
+                alice.process_interaction(*SAID, turn_id="req-17")
+        finally:
+            undo()
+        assert info.value.outcome == "unknown"
+        assert "turn_id" in str(info.value)  # the advice names the way to retry
+        # Resumed, the server runs the append it had received: wait until it has, so the
+        # retry meets an append that was applied (as in test_redis_faults).
+        for _ in range(300):
+            if sessions.count(alice.session_id) == 4:
+                break
+            time.sleep(0.01)
+        assert sessions.count(alice.session_id) == 4
+        alice.process_interaction(*SAID, turn_id="req-17")  # the retry the error advises
+        assert contents(alice) == ["first turn", "ok", *SAID]
+        assert service.wait_for_consolidation(timeout=60)
+        assert memories(alice) == sorted(
+            ["user: first turn\nassistant: ok", f"user: {SAID[0]}\nassistant: {SAID[1]}"]
+        )
