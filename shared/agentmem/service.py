@@ -29,7 +29,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from typing_extensions import Unpack
 
@@ -43,13 +43,16 @@ from agentmem.controller.ownership import Principal, SessionOwner, SessionOwners
 from agentmem.controller.scheduler import ConsolidationQueue
 from agentmem.embeddings import Embedder
 from agentmem.embeddings.base import check_store_dimension
-from agentmem.errors import StoreClosedError
+from agentmem.errors import ConfigurationError, StoreClosedError
 from agentmem.llm import ChatModel
 from agentmem.long_term.memory import LongTermMemory
 from agentmem.long_term.ranking import RankingConfig
 from agentmem.long_term.store import MemoryStore
 from agentmem.stores.base import SessionStore
 from agentmem.tokens import TokenCounter
+
+if TYPE_CHECKING:
+    from agentmem.backup import BackupReport
 
 __all__ = ["MemoryService", "ServiceSettings"]
 
@@ -305,6 +308,49 @@ class MemoryService:
     ) -> MemoryManager:
         long_term = self.long_term(user_id, agent_id=agent_id)
         return self._builder.build(long_term, session_id=session_id, manager_class=MemoryManager)
+
+    # -- backups ---------------------------------------------------------------------------
+
+    def backup(self, dest: str | os.PathLike[str]) -> BackupReport:
+        """Back up the embedded stores into the new directory ``dest`` while serving.
+
+        The session database is copied with SQLite's online backup API, the Qdrant Edge
+        store flushed and copied under its write lock (writers wait for the copy), with
+        its manifest; every copied file is verified before the backup is published. Every
+        turn acknowledged before the call is in the backup. Restore it with
+        ``agentmem restore DEST --home H`` (or :func:`agentmem.backup.restore`).
+
+        Example:
+            >>> report = service.backup("/backups/agentmem-2026-12-03")  # doctest: +SKIP
+            >>> report.memories, report.messages  # doctest: +SKIP
+            (1200, 5400)
+
+        Raises:
+            ConfigurationError: ``dest`` exists and is not empty, or the service runs on a
+                Qdrant server or Redis (back those up with Qdrant snapshots and Redis
+                persistence instead).
+            StoreCorruptedError: A copied file differs from its store's manifest.
+        """
+        from agentmem.backup import backup_stores
+        from agentmem.stores.qdrant.edge import QdrantEdgeStore
+        from agentmem.stores.sqlite import SQLiteSessionStore
+
+        self._check_open()
+        sessions, memories = self.sessions, self.memory_store
+        if not isinstance(sessions, SQLiteSessionStore) or not isinstance(
+            memories, QdrantEdgeStore
+        ):
+            msg = (
+                f"backup() copies the embedded stores (SQLite and Qdrant Edge); this service "
+                f"runs on {type(sessions).__name__} and {type(memories).__name__}: back up a "
+                "Qdrant server with its snapshots (POST /collections/NAME/snapshots) and Redis "
+                "with its persistence (RDB snapshots or the append-only file)"
+            )
+            raise ConfigurationError(msg)
+        return backup_stores(sessions, memories, dest)
+
+    abackup = offload(backup)
+    """Async twin of :meth:`backup` (copies in a worker thread)."""
 
     # -- lifecycle -------------------------------------------------------------------------
 

@@ -665,6 +665,52 @@ class SQLiteSessionStore(SyncSessionStore):
             ).fetchall()
         return [str(r[0]) for r in rows]
 
+    def backup_to(self, dest: str | os.PathLike[str]) -> None:
+        """Copy the database to the new file ``dest`` with SQLite's online backup API (a
+        consistent snapshot: every write committed before the call, none after), with its
+        identity record beside it. Other threads wait for the copy; other processes may
+        go on reading.
+
+        Example:
+            >>> import tempfile, pathlib
+            >>> from agentmem.types import Message
+            >>> store = SQLiteSessionStore(":memory:")
+            >>> _ = store.append("s1", [Message(role="user", content="hi")])
+            >>> copy = pathlib.Path(tempfile.mkdtemp()) / "copy.db"
+            >>> store.backup_to(copy)
+            >>> SQLiteSessionStore(copy).count("s1")
+            1
+        """
+        target = os.fspath(dest)
+        if os.path.exists(target):
+            msg = f"{target!r} exists; a backup of the session database goes to a new file"
+            raise ConfigurationError(msg)
+        copy = sqlite3.connect(target)
+        try:
+            with self._read("back up the session database") as conn:
+                conn.backup(copy)
+            copy.execute("PRAGMA journal_mode = DELETE")  # one self-contained file
+        finally:
+            copy.close()
+        if self.store_id:
+            integrity.write_identity(target, self.store_id)
+
+    def verify_all(self) -> tuple[int, int]:
+        """Read every message, state and owner row and check its checksum; returns the
+        number of sessions and of messages.
+
+        Raises:
+            StoreCorruptedError: A row fails its checksum (naming it).
+        """
+        with self._read("verify the session database") as conn:
+            for table, keys, data in _CHECKED:
+                query = f"SELECT {', '.join(keys)}, {data}, crc FROM {table}"
+                for *parts, crc in conn.execute(query):
+                    where = ", ".join(map(repr, parts[:-1]))
+                    self._verify(crc, tuple(parts), f"the {table} row ({where})")
+            messages = conn.execute("SELECT COUNT(*) FROM agentmem_messages").fetchone()[0]
+        return len(self.sessions()), int(messages)
+
     def close(self) -> None:
         """Close the connection (waiting for a running operation). Idempotent."""
         with self._lock:

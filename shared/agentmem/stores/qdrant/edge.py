@@ -56,10 +56,18 @@ from typing import IO, Any, TypeVar
 
 import qdrant_edge as qe
 
+from agentmem._file_copy import copy_tree
 from agentmem._sansio import Program, blocking
-from agentmem.errors import ConfigurationError, StoreClosedError, StoreError, StoreLockedError
+from agentmem.errors import (
+    ConfigurationError,
+    StoreClosedError,
+    StoreCorruptedError,
+    StoreError,
+    StoreLockedError,
+)
 from agentmem.long_term.store import DENSE_VECTOR, SPARSE_VECTOR
 from agentmem.stores.qdrant import _common as qc
+from agentmem.stores.qdrant import _edge_manifest as manifests
 from agentmem.stores.qdrant._base import QdrantStoreBase
 from agentmem.stores.qdrant._edge_files import (
     CONFIG_FILE,
@@ -69,6 +77,7 @@ from agentmem.stores.qdrant._edge_files import (
     shard_state,
 )
 from agentmem.stores.qdrant._edge_index import (
+    CURRENT_FILE,
     AutoIndex,
     build_generation,
     current_generation,
@@ -78,6 +87,7 @@ from agentmem.stores.qdrant._edge_index import (
     set_current_generation,
     unindexed_points,
 )
+from agentmem.stores.qdrant._edge_probe import count_spaces, probe
 from agentmem.stores.qdrant._edge_shard import (
     create_indexes,
     create_shard,
@@ -95,6 +105,7 @@ _FINAL_REPLAY = 32  # journal entries replayed under the store's lock at the swa
 
 LOCK_FILE = "agentmem.lock"
 INDEX_STATE_FILE = "agentmem-index.json"  # unindexed points at close (a hint, see _read_moved)
+_ROOT_FILES = frozenset({LOCK_FILE, INDEX_STATE_FILE, manifests.MANIFEST_FILE, CURRENT_FILE})
 
 
 class QdrantEdgeStore(QdrantStoreBase):
@@ -147,6 +158,10 @@ class QdrantEdgeStore(QdrantStoreBase):
         self._saved_index_state: tuple[str, int] | None = None  # as agentmem-index.json holds
         self._rebuild: threading.Thread | None = None
         self._child: subprocess.Popen[bytes] | None = None
+        self._manifest: manifests.Manifest | None = None  # as last written (or verified)
+        # The clean manifest verified at open, while nothing was written: close() restores
+        # it instead of checksumming every file again.
+        self._clean_at_open: manifests.Manifest | None = None
         self._path.mkdir(parents=True, exist_ok=True)
         self._lock_file = _lock(self._path)
         try:
@@ -155,8 +170,12 @@ class QdrantEdgeStore(QdrantStoreBase):
             if not self._shard_dir.is_dir():
                 problem = f"{self._shard_dir.name}, named live by CURRENT, is missing"
                 raise corrupted(self._path, problem)
+            expected = self._check_before_load()
             self._shard = self._open_shard()
             try:
+                if expected is not None:
+                    manifests.check_points(self._path, expected, count_spaces(self._shard))
+                self._mark_open()
                 self._moved_before = _read_moved(self._path, self._shard_dir)
                 self._saved_index_state = (self._shard_dir.name, self._moved_before)
                 with edge_errors(self._path, "update"):
@@ -188,6 +207,64 @@ class QdrantEdgeStore(QdrantStoreBase):
     def path(self) -> Path:
         """The shard directory."""
         return self._path
+
+    # -- the integrity manifest (see agentmem.stores.qdrant._edge_manifest) ---------------
+
+    def _check_before_load(self) -> manifests.Manifest | None:
+        """Verify the live generation before Edge sees it; the manifest whose point counts
+        the loaded shard must reach (``None``: nothing to compare)."""
+        root, where = self._path, self._shard_dir
+        manifest = manifests.read_manifest(root)
+        if shard_state(where) == "empty":
+            return None
+        name = manifests.generation_name(root, where)
+        if manifest is not None and manifest.generation == name and manifest.state == "clean":
+            manifests.verify(root, manifest, data=self._preload)
+            self._manifest = self._clean_at_open = manifest
+            return manifest
+        if manifest is not None and manifest.generation == name:
+            manifests.check_listed(root, manifest)
+            self._manifest = manifest
+            reason = "was not closed cleanly (a crash)"
+        else:
+            reason = "has no manifest yet (made before agentmem kept one, or it was deleted)"
+        logger.info(
+            "the Qdrant Edge store at %s %s: loading it in a child process first; it gets a "
+            "manifest at its next clean close",
+            root,
+            reason,
+        )
+        try:
+            probe(where)
+        except StoreCorruptedError as exc:
+            raise manifests.damaged(root, str(exc)) from None
+        return None
+
+    def _mark_open(self) -> None:
+        """Record that the files may change from now on (a crash leaves them unvouched)."""
+        current = self._manifest
+        if current is None or current.generation != manifests.generation_name(
+            self._path, self._shard_dir
+        ):
+            listed = manifests.generation_files(self._path, self._shard_dir)
+            current = manifests.Manifest(
+                manifests.generation_name(self._path, self._shard_dir),
+                "open",
+                {f: {"size": 0, "sha256": None} for f in listed},
+            )
+        self._manifest = current.as_open()
+        manifests.write_manifest(self._path, self._manifest)
+
+    def _write_clean_manifest(self, counts: dict[str, int]) -> manifests.Manifest:
+        """Describe the flushed (or closed) live generation: files, checksums, counts."""
+        manifest = self._clean_at_open
+        if manifest is None or manifest.generation != manifests.generation_name(
+            self._path, self._shard_dir
+        ):
+            manifest = manifests.describe(self._path, self._shard_dir, counts, "clean")
+        manifests.write_manifest(self._path, manifest)
+        self._manifest = manifest
+        return manifest
 
     def _open_shard(self) -> qe.EdgeShard:
         where = self._shard_dir
@@ -221,6 +298,10 @@ class QdrantEdgeStore(QdrantStoreBase):
         """
         with self._mutex:
             self._check_open()
+            if not self._unflushed:  # optimizing rewrites segments: unvouched until a flush
+                self._clean_at_open = None
+                self._mark_open()
+            self._unflushed = True
             done = bool(self._shard.optimize())
             # Optimized segments drop the stale copies of moved points: the counters are
             # exact again.
@@ -228,11 +309,50 @@ class QdrantEdgeStore(QdrantStoreBase):
             return done
 
     def flush(self) -> None:
-        """Write pending segment changes to disk (the WAL already holds every write)."""
+        """Write pending segment changes to disk (the WAL already holds every write) and
+        the store's manifest (files, checksums, point counts)."""
         with self._mutex:
             self._check_open()
             self._shard.flush()
             self._unflushed = False
+            self._write_clean_manifest(count_spaces(self._shard))
+
+    def backup_to(self, dest: str | os.PathLike[str]) -> tuple[manifests.Manifest, int]:
+        """Copy the live generation, flushed, with its manifest, to the new directory
+        ``dest`` (holding the store's lock: writers wait for the copy, readers too);
+        returns the manifest and the data bytes copied. The copy is verified against the
+        manifest (every checksum) after the lock is released.
+
+        Raises:
+            StoreCorruptedError: The copy differs from the manifest (it is removed).
+        """
+        target = Path(dest)
+        with self._mutex:
+            self._check_open()
+            self._shard.flush()
+            self._unflushed = False
+            manifest = self._write_clean_manifest(count_spaces(self._shard))
+            source, root = self._shard_dir, self._path
+
+            def skip(path: Path) -> bool:  # the root's own files, and other generations
+                own = path.name in _ROOT_FILES or path.name.startswith(("gen-", "damaged-"))
+                return path.parent == root and own
+
+            inside = target if source == root else target / source.name
+            try:
+                _, copied = copy_tree(source, inside, skip=skip)
+                if inside != target:
+                    (target / CURRENT_FILE).write_text(source.name, encoding="utf-8")
+                manifests.write_manifest(target, manifest)
+            except BaseException:
+                shutil.rmtree(target, ignore_errors=True)
+                raise
+        try:
+            manifests.verify(target, manifest, data=True)
+        except BaseException:
+            shutil.rmtree(target, ignore_errors=True)
+            raise
+        return manifest, copied
 
     def close(self) -> None:
         """Flush (when anything was written), close the shard and release the lock. Further
@@ -250,7 +370,12 @@ class QdrantEdgeStore(QdrantStoreBase):
             with self._mutex:
                 if self._unflushed:  # a read-only session leaves the files as they were
                     self._shard.flush()
+                counts = count_spaces(self._shard)
                 self._shard.close()
+                try:
+                    self._write_clean_manifest(counts)
+                except OSError as exc:  # the store is sound; the next open probes it first
+                    logger.warning("could not write the manifest of %s: %s", self._path, exc)
         finally:
             rebuild = self._rebuild
             if rebuild is not None and rebuild is not threading.current_thread():
@@ -392,6 +517,7 @@ class QdrantEdgeStore(QdrantStoreBase):
                 swapped = True
                 old, self._shard, self._shard_dir = self._shard, new, target
                 self._unflushed = True  # the replayed tail is in its WAL only
+                self._mark_open()
                 paused = time.monotonic() - paused_from
             with contextlib.suppress(Exception):
                 old.close()  # nobody uses it any more; its flush need not hold anyone up
@@ -447,6 +573,9 @@ class QdrantEdgeStore(QdrantStoreBase):
         yield from blocking(self._write, "set_payload", (patches, where), len(patches))
 
     def _write(self, op: str, args: tuple[Any, ...], points: int) -> None:
+        if not self._unflushed:  # the first write since a flush: the manifest no longer holds
+            self._clean_at_open = None
+            self._mark_open()
         self._unflushed = True
         _apply(self._shard, op, args)
         self._note_write(op, args, points)
