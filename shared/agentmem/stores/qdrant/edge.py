@@ -159,9 +159,6 @@ class QdrantEdgeStore(QdrantStoreBase):
         self._rebuild: threading.Thread | None = None
         self._child: subprocess.Popen[bytes] | None = None
         self._manifest: manifests.Manifest | None = None  # as last written (or verified)
-        # The clean manifest verified at open, while nothing was written: close() restores
-        # it instead of checksumming every file again.
-        self._clean_at_open: manifests.Manifest | None = None
         self._path.mkdir(parents=True, exist_ok=True)
         self._lock_file = _lock(self._path)
         try:
@@ -220,7 +217,7 @@ class QdrantEdgeStore(QdrantStoreBase):
         name = manifests.generation_name(root, where)
         if manifest is not None and manifest.generation == name and manifest.state == "clean":
             manifests.verify(root, manifest, data=self._preload)
-            self._manifest = self._clean_at_open = manifest
+            self._manifest = manifest
             return manifest
         if manifest is not None and manifest.generation == name:
             manifests.check_listed(root, manifest)
@@ -257,11 +254,8 @@ class QdrantEdgeStore(QdrantStoreBase):
 
     def _write_clean_manifest(self, counts: dict[str, int]) -> manifests.Manifest:
         """Describe the flushed (or closed) live generation: files, checksums, counts."""
-        manifest = self._clean_at_open
-        if manifest is None or manifest.generation != manifests.generation_name(
-            self._path, self._shard_dir
-        ):
-            manifest = manifests.describe(self._path, self._shard_dir, counts, "clean")
+        # Always described anew: loading a shard may rewrite files (Edge replays its WAL).
+        manifest = manifests.describe(self._path, self._shard_dir, counts, "clean")
         manifests.write_manifest(self._path, manifest)
         self._manifest = manifest
         return manifest
@@ -299,7 +293,6 @@ class QdrantEdgeStore(QdrantStoreBase):
         with self._mutex:
             self._check_open()
             if not self._unflushed:  # optimizing rewrites segments: unvouched until a flush
-                self._clean_at_open = None
                 self._mark_open()
             self._unflushed = True
             done = bool(self._shard.optimize())
@@ -574,7 +567,6 @@ class QdrantEdgeStore(QdrantStoreBase):
 
     def _write(self, op: str, args: tuple[Any, ...], points: int) -> None:
         if not self._unflushed:  # the first write since a flush: the manifest no longer holds
-            self._clean_at_open = None
             self._mark_open()
         self._unflushed = True
         _apply(self._shard, op, args)
