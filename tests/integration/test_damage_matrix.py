@@ -233,9 +233,11 @@ def test_pristine_home_opens_with_every_record(
     outcomes: dict[tuple[str, str], dict[str, object]],
 ) -> None:
     edge, sqlite = outcomes[("pristine", "edge")], outcomes[("pristine", "sqlite")]
-    assert edge["outcome"] == "intact" and edge["count"] == len(USERS) * POINTS_PER_USER
+    assert edge["outcome"] == "intact"
+    assert edge["count"] == len(USERS) * POINTS_PER_USER
     per_session = MESSAGES_PER_SESSION + 2  # its messages, its state, its owner
-    assert sqlite["outcome"] == "intact" and sqlite["count"] == SESSIONS * per_session
+    assert sqlite["outcome"] == "intact"
+    assert sqlite["count"] == SESSIONS * per_session
 
 
 @pytest.mark.parametrize(("kind", "damage"), CASES, ids=[f"{k}-{d}" for k, d in CASES])
