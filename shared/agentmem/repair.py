@@ -126,16 +126,16 @@ def _repair_sessions(db: Path, report: RepairReport, accept_loss: bool) -> None:
                     f"INSERT INTO {table} ({columns}) VALUES ({marks})", rows.get(table, [])
                 )
             counts: dict[str, int] = {}
-            for session, _seq, *_ in rows.get("agentmem_messages", []):
-                counts[session] = counts.get(session, 0) + 1
-            for session in set(counts) | set(last_seq):
-                top = max(last_seq.get(session, 0), *[0])
-                seqs = [r[1] for r in rows.get("agentmem_messages", []) if r[0] == session]
-                conn.execute(
-                    "INSERT INTO agentmem_sessions (session_id, last_seq, message_count) "
-                    "VALUES (?, ?, ?)",
-                    (session, max([top, *seqs]), counts.get(session, 0)),
-                )
+            top = dict(last_seq)  # seqs are never reused, even those of lost messages
+            for session, seq, *_ in rows.get("agentmem_messages", []):
+                name = str(session)
+                counts[name] = counts.get(name, 0) + 1
+                top[name] = max(top.get(name, 0), int(str(seq)))
+            conn.executemany(
+                "INSERT INTO agentmem_sessions (session_id, last_seq, message_count) "
+                "VALUES (?, ?, ?)",
+                [(name, seq, counts.get(name, 0)) for name, seq in top.items()],
+            )
     finally:
         conn.close()
     kept = len(rows.get("agentmem_messages", []))

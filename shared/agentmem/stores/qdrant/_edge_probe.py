@@ -122,7 +122,7 @@ def _salvage(source: str, target: str, dimension: int) -> dict[str, int]:
             rows, offset = old.scroll(
                 qe.ScrollRequest(offset=offset, limit=256, with_payload=True, with_vector=True)
             )
-            points = [qe.Point(r.id, r.vector, r.payload or {}) for r in rows]
+            points = [qe.Point(r.id, r.vector, r.payload or {}) for r in rows if r.vector]
             if points:
                 new.update(qe.UpdateOperation.upsert_points(points))
             if offset is None:
