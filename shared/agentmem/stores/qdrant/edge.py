@@ -21,6 +21,12 @@ count across a close.
 One process at a time: the store takes an exclusive ``flock`` on ``<path>/agentmem.lock``;
 a second opener gets :class:`~agentmem.errors.StoreLockedError`.
 
+Integrity: at every flush and close the store writes a manifest of its live generation
+(each file's size and checksum, the point count per space) and verifies it at open before
+Edge sees a file; a store that was not closed cleanly is loaded in a child process first
+(see :mod:`agentmem.stores.qdrant._edge_manifest`). :meth:`QdrantEdgeStore.backup_to`
+copies the flushed generation with its manifest under the store's lock.
+
 Damage: a shard whose files are partly gone (config without segments or WAL, or the
 reverse) or that Edge cannot load (a truncated WAL or segment) raises
 :class:`~agentmem.errors.StoreCorruptedError` at open, naming the path and the recovery;
