@@ -24,7 +24,7 @@ import pytest
 
 from agentmem.long_term.records import MemoryRecord, Scope
 from agentmem.long_term.store import SparseVector
-from agentmem.stores.qdrant.edge import QdrantEdgeStore
+from agentmem.stores.qdrant.edge import AutoIndex, QdrantEdgeStore
 from agentmem.stores.sqlite import SQLiteSessionStore
 from agentmem.types import Message
 
@@ -75,18 +75,22 @@ CHILD = textwrap.dedent(
 )
 
 
-def build_pristine(home: Path) -> None:
-    with QdrantEdgeStore(home / "long_term", dimension=DIM) as store:
-        for u, user in enumerate(USERS):
-            records = [
-                MemoryRecord.new(f"{user} fact {i}", "semantic", scope=Scope(user_id=user))
-                for i in range(POINTS_PER_USER)
-            ]
-            store.upsert(
-                records,
-                [[1.0, float(i), float(u), 0.5, 0.1, 0.2, 0.3, 0.4] for i in range(len(records))],
-                [SparseVector([i, 100 + u], [1.0, 0.5]) for i in range(len(records))],
-            )
+def build_pristine(home: Path, *, indexed: bool = False) -> None:
+    """The plain home: one appendable segment. The indexed one: its points rebuilt into an
+    optimized (HNSW) segment of a new generation, as the store does by itself."""
+    policy = AutoIndex(min_unindexed=1, growth=0, check_every=1, enabled=indexed)
+    records = [
+        MemoryRecord.new(f"{user} fact {i}", "semantic", scope=Scope(user_id=user))
+        for user in USERS
+        for i in range(POINTS_PER_USER)
+    ]
+    with QdrantEdgeStore(home / "long_term", dimension=DIM, auto_index=policy) as store:
+        store.upsert(  # one write: the indexed home rebuilds once, then has nothing unindexed
+            records,
+            [[1.0, float(i), float(i % 3), 0.5, 0.1, 0.2, 0.3, 0.4] for i in range(len(records))],
+            [SparseVector([i, 100 + i % 3], [1.0, 0.5]) for i in range(len(records))],
+        )
+        store.wait_for_index()
     with SQLiteSessionStore(home / "sessions.db") as sessions:
         for s in range(SESSIONS):
             session = f"s{s}"
@@ -163,24 +167,66 @@ def segment_file(name: str) -> Callable[[Path], Path]:
     return find
 
 
+def indexed_file(name: str) -> Callable[[Path], Path]:
+    """A file of the optimized (HNSW-indexed) segment of the live generation."""
+
+    def find(home: Path) -> Path:
+        (tracker,) = sorted((home / "long_term").glob("gen-*/segments/*/id_tracker.mappings"))
+        found = tracker.parent / name
+        assert found.is_file(), found
+        return found
+
+    return find
+
+
 def at(relative: str) -> Callable[[Path], Path]:
     return lambda home: home / relative
 
 
-FILE_KINDS: dict[str, tuple[str, Callable[[Path], Path]]] = {
-    "edge_config.json": ("edge", at("long_term/edge_config.json")),
-    "agentmem-manifest.json": ("edge", at("long_term/agentmem-manifest.json")),
-    "segment.json": ("edge", segment_file("segment.json")),
-    "version.info": ("edge", segment_file("version.info")),
-    "mutable_id_tracker.mappings": ("edge", segment_file("mutable_id_tracker.mappings")),
-    "mutable_id_tracker.versions": ("edge", segment_file("mutable_id_tracker.versions")),
-    "payload_index/config.json": ("edge", segment_file("payload_index/config.json")),
-    "payload_storage/page_0.dat": ("edge", segment_file("payload_storage/page_0.dat")),
-    "vectors/chunk_0.mmap": ("edge", segment_file("vector_storage-dense/vectors/chunk_0.mmap")),
-    "wal/first-index": ("edge", at("long_term/wal/first-index")),
-    "wal/open-1": ("edge", at("long_term/wal/open-1")),
-    "sessions.db": ("sqlite", at("sessions.db")),
-    "sessions.db.identity.json": ("sqlite", at("sessions.db.identity.json")),
+# file kind -> (store, pristine home, where the file is)
+FILE_KINDS: dict[str, tuple[str, str, Callable[[Path], Path]]] = {
+    "edge_config.json": ("edge", "plain", at("long_term/edge_config.json")),
+    "agentmem-manifest.json": ("edge", "plain", at("long_term/agentmem-manifest.json")),
+    "segment.json": ("edge", "plain", segment_file("segment.json")),
+    "version.info": ("edge", "plain", segment_file("version.info")),
+    "mutable_id_tracker.mappings": ("edge", "plain", segment_file("mutable_id_tracker.mappings")),
+    "mutable_id_tracker.versions": ("edge", "plain", segment_file("mutable_id_tracker.versions")),
+    "payload_index/config.json": ("edge", "plain", segment_file("payload_index/config.json")),
+    "payload_storage/page_0.dat": ("edge", "plain", segment_file("payload_storage/page_0.dat")),
+    "vectors/chunk_0.mmap": (
+        "edge",
+        "plain",
+        segment_file("vector_storage-dense/vectors/chunk_0.mmap"),
+    ),
+    "wal/first-index": ("edge", "plain", at("long_term/wal/first-index")),
+    "wal/open-1": ("edge", "plain", at("long_term/wal/open-1")),
+    # An indexed store: generations, and an optimized segment's own files.
+    "CURRENT (indexed)": ("edge", "indexed", at("long_term/CURRENT")),
+    "id_tracker.mappings (indexed)": ("edge", "indexed", indexed_file("id_tracker.mappings")),
+    "id_tracker.versions (indexed)": ("edge", "indexed", indexed_file("id_tracker.versions")),
+    "version.info (indexed)": ("edge", "indexed", indexed_file("version.info")),
+    "HNSW links (indexed)": (
+        "edge",
+        "indexed",
+        indexed_file("vector_index-dense/links_compressed.bin"),
+    ),
+    "dense matrix.dat (indexed)": (
+        "edge",
+        "indexed",
+        indexed_file("vector_storage-dense/matrix.dat"),
+    ),
+    "int8 quantized.data (indexed)": (
+        "edge",
+        "indexed",
+        indexed_file("vector_storage-dense/quantized.data"),
+    ),
+    "BM25 inverted_index.dat (indexed)": (
+        "edge",
+        "indexed",
+        indexed_file("vector_index-bm25/inverted_index.dat"),
+    ),
+    "sessions.db": ("sqlite", "plain", at("sessions.db")),
+    "sessions.db.identity.json": ("sqlite", "plain", at("sessions.db.identity.json")),
 }
 
 CASES = [(kind, damage) for kind in FILE_KINDS for damage in DAMAGES]
@@ -188,38 +234,46 @@ CASES.append(("sessions.db", "a message altered"))
 
 
 @pytest.fixture(scope="module")
-def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    home = tmp_path_factory.mktemp("pristine") / "home"
-    home.mkdir()
-    build_pristine(home)
-    return home
+def pristine(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    homes = {}
+    for name in ("plain", "indexed"):
+        home = tmp_path_factory.mktemp("pristine") / name
+        home.mkdir()
+        build_pristine(home, indexed=name == "indexed")
+        homes[name] = home
+    assert (homes["indexed"] / "long_term" / "CURRENT").exists()
+    return homes
+
+
+def copy_home(source: Path, target: Path) -> Path:
+    # cp keeps Edge's preallocated files sparse (about 1 MB instead of 250 MB per copy).
+    subprocess.run(["cp", "-r", "--sparse=always", str(source), str(target)], check=True)
+    return target
 
 
 @pytest.fixture(scope="module")
 def outcomes(
-    pristine: Path, tmp_path_factory: pytest.TempPathFactory
+    pristine: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[dict[tuple[str, str], dict[str, object]]]:
-    """Every case run once (two children at a time), plus the pristine home's reading."""
+    """Every case run once (two children at a time), plus each pristine home's reading."""
     base = tmp_path_factory.mktemp("damaged")
 
     def run(case: tuple[str, str]) -> dict[str, object]:
         kind, damage = case
-        store, where = FILE_KINDS[kind] if kind in FILE_KINDS else ("sqlite", at(kind))
-        home = base / f"{kind.replace('/', '_')}-{damage.replace(' ', '_')}"
-        # cp keeps Edge's preallocated files sparse (about 1 MB instead of 250 MB per copy).
-        subprocess.run(["cp", "-r", "--sparse=always", str(pristine), str(home)], check=True)
-        target = where(home)
-        (altered_message if damage == "a message altered" else DAMAGES[damage])(target)
-        return {"store": store, **open_in_child(home, store)}
+        store, source, where = FILE_KINDS[kind]
+        name = "".join(c if c.isalnum() else "_" for c in f"{kind}-{damage}")
+        home = copy_home(pristine[source], base / name)
+        (altered_message if damage == "a message altered" else DAMAGES[damage])(where(home))
+        return {"store": store, "pristine": source, **open_in_child(home, store)}
 
     results: dict[tuple[str, str], dict[str, object]] = {}
     with ThreadPoolExecutor(max_workers=2) as pool:
         for case, result in zip(CASES, pool.map(run, CASES), strict=True):
             results[case] = result
-    for store in ("edge", "sqlite"):
-        copy = base / f"pristine-{store}"
-        subprocess.run(["cp", "-r", "--sparse=always", str(pristine), str(copy)], check=True)
-        results[("pristine", store)] = open_in_child(copy, store)
+    for source in ("plain", "indexed"):
+        for store in ("edge", "sqlite"):
+            copy = copy_home(pristine[source], base / f"pristine-{source}-{store}")
+            results[(f"pristine {source}", store)] = open_in_child(copy, store)
     yield results
     print("\n| file | damage | outcome |\n|---|---|---|")
     for (kind, damage), result in results.items():
@@ -229,15 +283,19 @@ def outcomes(
         print(f"| {kind} | {damage} | {outcome} |")
 
 
-def test_pristine_home_opens_with_every_record(
+def test_pristine_homes_open_with_every_record(
     outcomes: dict[tuple[str, str], dict[str, object]],
 ) -> None:
-    edge, sqlite = outcomes[("pristine", "edge")], outcomes[("pristine", "sqlite")]
-    assert edge["outcome"] == "intact"
-    assert edge["count"] == len(USERS) * POINTS_PER_USER
     per_session = MESSAGES_PER_SESSION + 2  # its messages, its state, its owner
-    assert sqlite["outcome"] == "intact"
-    assert sqlite["count"] == SESSIONS * per_session
+    for source in ("plain", "indexed"):
+        edge, sqlite = (
+            outcomes[(f"pristine {source}", "edge")],
+            outcomes[(f"pristine {source}", "sqlite")],
+        )
+        assert edge["outcome"] == "intact"
+        assert edge["count"] == len(USERS) * POINTS_PER_USER
+        assert sqlite["outcome"] == "intact"
+        assert sqlite["count"] == SESSIONS * per_session
 
 
 @pytest.mark.parametrize(("kind", "damage"), CASES, ids=[f"{k}-{d}" for k, d in CASES])
@@ -245,7 +303,7 @@ def test_damage_is_refused_or_harmless(
     outcomes: dict[tuple[str, str], dict[str, object]], kind: str, damage: str
 ) -> None:
     result = outcomes[(kind, damage)]
-    pristine = outcomes[("pristine", str(result["store"]))]
+    pristine = outcomes[(f"pristine {result['pristine']}", str(result["store"]))]
     assert result["outcome"] in ("intact", "StoreCorruptedError"), result
     if result["outcome"] == "intact":  # every record, each as it was
         assert (result["count"], result["digest"]) == (pristine["count"], pristine["digest"])

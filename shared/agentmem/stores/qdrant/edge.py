@@ -168,6 +168,7 @@ class QdrantEdgeStore(QdrantStoreBase):
         self._path.mkdir(parents=True, exist_ok=True)
         self._lock_file = _lock(self._path)
         try:
+            _check_current(self._path)  # before anything that would trust it
             drop_stale_generations(self._path)
             self._shard_dir = current_generation(self._path)
             if not self._shard_dir.is_dir():
@@ -746,6 +747,28 @@ def _write_moved(root: Path, generation: str, unindexed: int) -> None:
         tmp = root / (INDEX_STATE_FILE + ".tmp")
         tmp.write_text(json.dumps(state), encoding="utf-8")
         os.replace(tmp, root / INDEX_STATE_FILE)
+
+
+def _check_current(root: Path) -> None:
+    """Refuse a ``CURRENT`` marker gone or emptied while generations exist: the store would
+    otherwise take itself for an empty one made before generations, and delete them all."""
+    marker = root / CURRENT_FILE
+    try:
+        name = marker.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        name = None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise manifests.damaged(root, f"{marker} is unreadable ({exc})") from None
+    if name is not None and (not name or "/" in name or name in (".", "..")):
+        raise manifests.damaged(root, f"{marker} names no generation ({name!r})")
+    if name is None and not (root / CONFIG_FILE).exists():
+        generations = sorted(p.name for p in root.glob("gen-*") if p.is_dir())
+        if generations:
+            problem = (
+                f"{marker}, which names the live generation, is missing, and {root} holds "
+                f"generations ({', '.join(generations)}) but no shard of its own"
+            )
+            raise manifests.damaged(root, problem)
 
 
 def _stored_config(config_path: Path) -> tuple[dict[str, Any], int]:
