@@ -12,6 +12,9 @@ Commands (each honours ``--home`` / ``AGENTMEM_HOME``)::
                                           an existing FILE is replaced only with --force)
     agentmem import FILE --user U         memories from such a file
     agentmem inspect [--port P]           browse the memories in a local web page
+    agentmem backup DEST                  a verified copy of the home (a new directory)
+    agentmem restore SRC [--force]        a backup into the home, verified first
+    agentmem repair [--accept-loss]       check the home; keep what can be read
 
 Output: results go to stdout. stderr carries only
 
@@ -249,7 +252,29 @@ def _parser() -> argparse.ArgumentParser:
     inspect.add_argument(
         "--allow-edits", action="store_true", help="allow forgetting, pinning, correcting"
     )
+    _backup_commands(sub)
     return parser
+
+
+def _backup_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``backup``, ``restore`` and ``repair`` (agentmem._cli_backup): no --user; --home
+    also after the command."""
+    module = "agentmem._cli_backup"
+    here = {"default": argparse.SUPPRESS, "help": "data directory (as before the command)"}
+    backup = sub.add_parser("backup", help="copy the home into DEST, verified")
+    backup.set_defaults(func=_deferred(module, "backup_command"))
+    backup.add_argument("dest", help="a new (or empty) directory")
+    restore = sub.add_parser("restore", help="restore a backup into --home, verified first")
+    restore.set_defaults(func=_deferred(module, "restore_command"))
+    restore.add_argument("src", help="a directory written by `agentmem backup`")
+    restore.add_argument("--force", action="store_true", help="replace the stores in the home")
+    repair = sub.add_parser("repair", help="check the home; --accept-loss keeps what is readable")
+    repair.set_defaults(func=_deferred(module, "repair_command"))
+    repair.add_argument(
+        "--accept-loss", action="store_true", help="rebuild damaged stores, listing what is lost"
+    )
+    for parser in (backup, restore, repair):
+        parser.add_argument("--home", **here)  # type: ignore[arg-type]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

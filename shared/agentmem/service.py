@@ -44,7 +44,12 @@ from agentmem.controller.ownership import Principal, SessionOwner, SessionOwners
 from agentmem.controller.scheduler import ConsolidationQueue, Job
 from agentmem.embeddings import Embedder
 from agentmem.embeddings.base import check_store_dimension
-from agentmem.errors import InvalidSessionIdError, InvalidValueError, StoreClosedError
+from agentmem.errors import (
+    ConfigurationError,
+    InvalidSessionIdError,
+    InvalidValueError,
+    StoreClosedError,
+)
 from agentmem.inspector.recent import RecentContexts
 from agentmem.llm import ChatModel
 from agentmem.long_term.memory import LongTermMemory
@@ -54,6 +59,7 @@ from agentmem.stores.base import SessionStore
 from agentmem.tokens import TokenCounter
 
 if TYPE_CHECKING:
+    from agentmem.backup import BackupReport
     from agentmem.inspector.server import InspectorServer
 
 __all__ = ["MemoryService", "ServiceSettings"]
@@ -422,6 +428,49 @@ class MemoryService:
                 logger.warning("not resuming session %r: %s", session_id, exc)
             except StoreClosedError:
                 return
+
+    # -- backups ---------------------------------------------------------------------------
+
+    def backup(self, dest: str | os.PathLike[str]) -> BackupReport:
+        """Back up the embedded stores into the new directory ``dest`` while serving.
+
+        The session database is copied with SQLite's online backup API, the Qdrant Edge
+        store flushed and copied under its write lock (writers wait for the copy), with
+        its manifest; every copied file is verified before the backup is published. Every
+        turn acknowledged before the call is in the backup. Restore it with
+        ``agentmem restore DEST --home H`` (or :func:`agentmem.backup.restore`).
+
+        Example:
+            >>> report = service.backup("/backups/agentmem-2026-12-03")  # doctest: +SKIP
+            >>> report.memories, report.messages  # doctest: +SKIP
+            (1200, 5400)
+
+        Raises:
+            ConfigurationError: ``dest`` exists and is not empty, or the service runs on a
+                Qdrant server or Redis (back those up with Qdrant snapshots and Redis
+                persistence instead).
+            StoreCorruptedError: A copied file differs from its store's manifest.
+        """
+        from agentmem.backup import backup_stores
+        from agentmem.stores.qdrant.edge import QdrantEdgeStore
+        from agentmem.stores.sqlite import SQLiteSessionStore
+
+        self._check_open()
+        sessions, memories = self.sessions, self.memory_store
+        if not isinstance(sessions, SQLiteSessionStore) or not isinstance(
+            memories, QdrantEdgeStore
+        ):
+            msg = (
+                f"backup() copies the embedded stores (SQLite and Qdrant Edge); this service "
+                f"runs on {type(sessions).__name__} and {type(memories).__name__}: back up a "
+                "Qdrant server with its snapshots (POST /collections/NAME/snapshots) and Redis "
+                "with its persistence (RDB snapshots or the append-only file)"
+            )
+            raise ConfigurationError(msg)
+        return backup_stores(sessions, memories, dest)
+
+    abackup = offload(backup)
+    """Async twin of :meth:`backup` (copies in a worker thread)."""
 
     # -- lifecycle -------------------------------------------------------------------------
 

@@ -82,8 +82,9 @@ def lock_is_free(path: Path) -> bool:
 DAMAGE: list[tuple[str, Callable[[Path], None], str]] = [
     ("config deleted", lambda p: (p / "edge_config.json").unlink(), "config file"),
     ("config truncated", lambda p: truncate(p / "edge_config.json"), "unreadable"),
-    ("wal segment truncated", lambda p: truncate(p / "wal" / "open-1", 0.0), "could not load"),
-    ("wal index truncated", lambda p: truncate(p / "wal" / "first-index"), "could not load"),
+    # A truncated file is named by the manifest, before Edge sees it.
+    ("wal segment truncated", lambda p: truncate(p / "wal" / "open-1", 0.0), "open-1 has 0 bytes"),
+    ("wal index truncated", lambda p: truncate(p / "wal" / "first-index"), "first-index has 8"),
     ("wal deleted", lambda p: shutil.rmtree(p / "wal"), "write-ahead log"),
     ("segments deleted", lambda p: shutil.rmtree(p / "segments"), "segments/"),
     (
@@ -91,11 +92,15 @@ DAMAGE: list[tuple[str, Callable[[Path], None], str]] = [
         lambda p: (shutil.rmtree(p / "segments"), shutil.rmtree(p / "wal")),
         "segments/",
     ),
-    ("segment.json truncated", lambda p: truncate(segment(p) / "segment.json"), "could not load"),
+    (
+        "segment.json truncated",
+        lambda p: truncate(segment(p) / "segment.json"),
+        "segment.json has .* bytes, the manifest says",
+    ),
     (
         "payload index config truncated",
         lambda p: truncate(segment(p) / "payload_index" / "config.json"),
-        "could not load",
+        "config.json has .* bytes, the manifest says",
     ),
 ]
 

@@ -21,13 +21,27 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import sqlite3
+import zlib
 from pathlib import Path
 
 from agentmem.errors import StoreCorruptedError
 
-__all__ = ["check_file", "check_integrity", "corrupted", "is_corruption"]
+__all__ = [
+    "check_file",
+    "check_integrity",
+    "corrupted",
+    "identity_path",
+    "is_corruption",
+    "lost",
+    "read_identity",
+    "row_crc",
+    "way_back",
+    "write_identity",
+]
 
 _MAX_REPORTED = 3
 
@@ -36,11 +50,13 @@ def corrupted(path: str, detail: str) -> StoreCorruptedError:
     """The error for a damaged (or non-SQLite) session database: what and how to recover."""
     msg = (
         f"session database {path!r} is corrupted or not a SQLite database ({detail}); "
-        "nothing was written to it. Recover by moving the file away with its -wal and -shm "
-        f"files (for example: mv '{path}' '{path}.damaged'), then restore a copy from a "
-        "backup, or let agentmem create a new, empty session database there (the "
-        "conversations in the damaged file are then lost; long-term memories are kept "
-        "elsewhere and back up with `agentmem export`)."
+        "nothing was written to it. Recover by moving the file away with its -wal, -shm "
+        f"and .identity.json files (for example: mv '{path}' '{path}.damaged'), then "
+        "restore a copy from a backup (`agentmem restore BACKUP --home HOME --force`), or "
+        "keep what can be read (`agentmem repair --accept-loss --home HOME`), or let "
+        "agentmem create a new, empty session database there (the conversations in the "
+        "damaged file are then lost; long-term memories are kept elsewhere and back up "
+        "with `agentmem export`)."
     )
     return StoreCorruptedError(msg, path=path)
 
@@ -98,3 +114,70 @@ def check_file(path: str, timeout: float) -> bool:
     finally:
         conn.close()
     return True
+
+
+# -- checksums and identity (schema version 3) -------------------------------------------------
+
+
+def row_crc(*parts: str | int) -> int:
+    """The checksum of one row: CRC-32 of its key columns and its data, so a changed byte,
+    and a row moved under another key, both fail.
+
+    Example:
+        >>> row_crc("s1", 1, '{"role": "user"}') == row_crc("s1", 1, '{"role": "user"}')
+        True
+        >>> row_crc("s1", 1, "x") == row_crc("s1", 2, "x")
+        False
+    """
+    return zlib.crc32("\x1f".join(map(str, parts)).encode("utf-8", "surrogatepass"))
+
+
+def identity_path(path: str) -> Path:
+    """The identity record kept beside the database file (``sessions.db.identity.json``).
+
+    It says that a session store was created here, so that an emptied or deleted database
+    file is refused instead of being taken for a new, empty store.
+    """
+    return Path(f"{path}.identity.json")
+
+
+def read_identity(path: str) -> str | None:
+    """The store id the record beside ``path`` holds (``None``: no readable record)."""
+    try:
+        data = json.loads(identity_path(path).read_text(encoding="utf-8"))
+        store_id = data["store_id"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return store_id if isinstance(store_id, str) and store_id else None
+
+
+def write_identity(path: str, store_id: str) -> None:
+    """Write the identity record beside ``path`` atomically (idempotent)."""
+    if read_identity(path) == store_id:
+        return
+    target = identity_path(path)
+    tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+    record = {"format": "agentmem-session-store", "store_id": store_id}
+    try:
+        tmp.write_text(json.dumps(record), encoding="utf-8")
+        os.replace(tmp, target)
+    except OSError:
+        # Best effort: the database itself is sound; the record only guards against its loss.
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+
+
+def way_back(path: str) -> str:
+    """How to get a damaged session database back (the CLI commands, with the home)."""
+    home = Path(path).parent
+    return (
+        f"Restore the home from a backup (`agentmem restore BACKUP --home '{home}' --force`), "
+        f"or keep what can be read and see what was lost (`agentmem repair --accept-loss "
+        f"--home '{home}'`)"
+    )
+
+
+def lost(path: str, detail: str) -> StoreCorruptedError:
+    """The error for a session database whose content is gone or altered."""
+    msg = f"session database {path!r} is damaged: {detail}. Nothing was written. {way_back(path)}."
+    return StoreCorruptedError(msg, path=path)

@@ -20,6 +20,7 @@ import os
 import sqlite3
 import threading
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -46,8 +47,13 @@ from agentmem.types import Message
 
 __all__ = ["SCHEMA_VERSION", "SQLiteOptions", "SQLiteSessionStore"]
 
-SCHEMA_VERSION = 2
-"""Version of the table layout, kept in ``PRAGMA user_version``."""
+SCHEMA_VERSION = 3
+"""Version of the table layout, kept in ``PRAGMA user_version``.
+
+Version 2 added ``agentmem_owners``; version 3 a checksum (``crc``) on every message, state
+and owner row, verified on read, and ``agentmem_identity``, the store's identity record
+(also kept beside the file, see :mod:`agentmem.stores._sqlite_integrity`). Older files
+migrate at open, their checksums computed then."""
 
 # "agmm": marks the file as ours, so we never write our tables into another app's database.
 _APPLICATION_ID = 0x61676D6D
@@ -66,20 +72,43 @@ _SCHEMA = (
         session_id TEXT NOT NULL,
         seq INTEGER NOT NULL,
         body TEXT NOT NULL,
+        crc INTEGER NOT NULL DEFAULT 0,
         UNIQUE (session_id, seq)
     )""",
     """CREATE TABLE IF NOT EXISTS agentmem_state (
         session_id TEXT NOT NULL,
         key TEXT NOT NULL,
         value TEXT NOT NULL,
+        crc INTEGER NOT NULL DEFAULT 0,
         PRIMARY KEY (session_id, key)
     ) WITHOUT ROWID""",
     # Version 2: who owns each session (kept by clear()). Version-1 files get the table at
     # open; their sessions get an owner on first use (agentmem.controller.ownership).
     """CREATE TABLE IF NOT EXISTS agentmem_owners (
         session_id TEXT PRIMARY KEY,
-        record TEXT NOT NULL
+        record TEXT NOT NULL,
+        crc INTEGER NOT NULL DEFAULT 0
     ) WITHOUT ROWID""",
+    # Version 3: the store's identity (see _sqlite_integrity) and a checksum per row.
+    """CREATE TABLE IF NOT EXISTS agentmem_identity (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    ) WITHOUT ROWID""",
+)
+_TABLES = frozenset(
+    {
+        "agentmem_sessions",
+        "agentmem_messages",
+        "agentmem_state",
+        "agentmem_owners",
+        "agentmem_identity",
+    }
+)
+# The rows with a checksum: (table, key columns, data column), as integrity.row_crc takes them.
+_CHECKED = (
+    ("agentmem_messages", ("session_id", "seq"), "body"),
+    ("agentmem_state", ("session_id", "key"), "value"),
+    ("agentmem_owners", ("session_id",), "record"),
 )
 
 _IN_MEMORY = (":memory:", "")
@@ -149,6 +178,8 @@ class SQLiteSessionStore(SyncSessionStore):
         self._timeout = float(timeout)
         self._lock = threading.Lock()
         self._pid = os.getpid()
+        self.store_id = ""
+        """The id made when the store was created (kept in the file and beside it)."""
         self._conn: sqlite3.Connection | None = self._connect(synchronous, bool(quick_check))
 
     @classmethod
@@ -182,6 +213,7 @@ class SQLiteSessionStore(SyncSessionStore):
     # -- connection and schema ------------------------------------------------------------
 
     def _connect(self, synchronous: str, quick_check: bool) -> sqlite3.Connection:
+        self._check_not_lost()
         checked = (
             not quick_check
             or self._path in _IN_MEMORY
@@ -209,10 +241,41 @@ class SQLiteSessionStore(SyncSessionStore):
                     raise StoreError(msg)
                 conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
                 self._migrate(conn)
+                self.store_id = self._identity(conn)
         except BaseException:
             conn.close()
             raise
         return conn
+
+    def _check_not_lost(self) -> None:
+        """Refuse a missing or empty file where the identity record says a store was."""
+        if self._path in _IN_MEMORY:
+            return
+        store_id = integrity.read_identity(self._path)
+        if store_id is None:
+            return
+        try:
+            size = os.path.getsize(self._path)
+        except FileNotFoundError:
+            size = -1
+        if size <= 0:
+            state = "is missing" if size < 0 else "is empty"
+            where = integrity.identity_path(self._path).name
+            detail = (
+                f"the file {state}, but {where} beside it records that session store "
+                f"{store_id} was created here, so its sessions are gone"
+            )
+            raise integrity.lost(self._path, detail)
+
+    def _identity(self, conn: sqlite3.Connection) -> str:
+        """The store's id (made at creation), also written beside the file."""
+        row = conn.execute("SELECT value FROM agentmem_identity WHERE key = 'store_id'").fetchone()
+        if row is None:
+            raise integrity.lost(self._path, "its identity record is gone")
+        store_id = str(row[0])
+        if self._path not in _IN_MEMORY:
+            integrity.write_identity(self._path, store_id)
+        return store_id
 
     def _switch_to_wal(self, conn: sqlite3.Connection) -> str:
         # When several processes open a fresh file at once, the switch to WAL fails with
@@ -230,19 +293,52 @@ class SQLiteSessionStore(SyncSessionStore):
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
         if self._schema_ok(conn):
+            self._check_tables(conn)
             return
         conn.execute("BEGIN IMMEDIATE")
         try:
             # Re-check under the write lock: another process may have created it meanwhile.
             if not self._schema_ok(conn):
+                version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+                if version == 0:
+                    self._check_new(conn)
                 for statement in _SCHEMA:
                     conn.execute(statement)
+                if version:  # an earlier layout: its rows get their checksums now
+                    _add_checksums(conn)
+                conn.execute(
+                    "INSERT OR IGNORE INTO agentmem_identity (key, value) VALUES (?, ?)",
+                    ("store_id", uuid.uuid4().hex),
+                )
                 conn.execute(f"PRAGMA application_id = {_APPLICATION_ID}")
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             conn.execute("COMMIT")
         except BaseException:
             _rollback(conn)
             raise
+        self._check_tables(conn)
+
+    def _check_new(self, conn: sqlite3.Connection) -> None:
+        """A file without a schema is new, unless the identity beside it says otherwise."""
+        if self._path in _IN_MEMORY:
+            return
+        store_id = integrity.read_identity(self._path)
+        if store_id is not None:
+            where = integrity.identity_path(self._path).name
+            detail = (
+                f"it holds no agentmem schema, but {where} beside it records that session "
+                f"store {store_id} was created here, so its sessions are gone"
+            )
+            raise integrity.lost(self._path, detail)
+        tables = _table_names(conn)
+        if tables & _TABLES:
+            detail = f"it holds agentmem tables ({', '.join(sorted(tables & _TABLES))}) but "
+            raise integrity.lost(self._path, detail + "lost its schema version")
+
+    def _check_tables(self, conn: sqlite3.Connection) -> None:
+        missing = _TABLES - _table_names(conn)
+        if missing:
+            raise integrity.lost(self._path, f"its tables {', '.join(sorted(missing))} are gone")
 
     def _schema_ok(self, conn: sqlite3.Connection) -> bool:
         """True when the schema is current, False when it must be created; raise otherwise."""
@@ -360,8 +456,11 @@ class SQLiteSessionStore(SyncSessionStore):
                     (session_id, seqs[-1], len(bodies)),
                 )
             conn.executemany(
-                "INSERT INTO agentmem_messages (session_id, seq, body) VALUES (?, ?, ?)",
-                [(session_id, s, b) for s, b in zip(seqs, bodies, strict=True)],
+                "INSERT INTO agentmem_messages (session_id, seq, body, crc) VALUES (?, ?, ?, ?)",
+                [
+                    (session_id, s, b, integrity.row_crc(session_id, s, b))
+                    for s, b in zip(seqs, bodies, strict=True)
+                ],
             )
         return seqs
 
@@ -382,11 +481,11 @@ class SQLiteSessionStore(SyncSessionStore):
             return []
         with self._read("read messages") as conn:
             rows = conn.execute(
-                "SELECT seq, body FROM agentmem_messages WHERE session_id = ? AND seq > ? "
+                "SELECT seq, body, crc FROM agentmem_messages WHERE session_id = ? AND seq > ? "
                 "ORDER BY seq LIMIT ?",
                 (session_id, after, -1 if limit is None else limit),
             ).fetchall()
-        return [self._load(session_id, seq, body) for seq, body in rows]
+        return [self._load(session_id, *row) for row in rows]
 
     def read_last(self, session_id: str, n: int) -> list[StoredMessage]:
         """The last ``n`` messages of the log, in log order."""
@@ -395,11 +494,11 @@ class SQLiteSessionStore(SyncSessionStore):
             return []
         with self._read("read messages") as conn:
             rows = conn.execute(
-                "SELECT seq, body FROM agentmem_messages WHERE session_id = ? "
+                "SELECT seq, body, crc FROM agentmem_messages WHERE session_id = ? "
                 "ORDER BY seq DESC LIMIT ?",
                 (session_id, n),
             ).fetchall()
-        return [self._load(session_id, seq, body) for seq, body in reversed(rows)]
+        return [self._load(session_id, *row) for row in reversed(rows)]
 
     def count(self, session_id: str) -> int:
         """Number of messages in the log."""
@@ -418,7 +517,12 @@ class SQLiteSessionStore(SyncSessionStore):
             row = conn.execute(sql, (session_id,)).fetchone()
         return int(row[0]) if row and row[0] is not None else 0
 
-    def _load(self, session_id: str, seq: int, body: str) -> StoredMessage:
+    def _verify(self, crc: int, parts: tuple[str | int, ...], what: str) -> None:
+        if integrity.row_crc(*parts) != crc:
+            raise integrity.lost(self._path, f"{what} fails its checksum (it was altered)")
+
+    def _load(self, session_id: str, seq: int, body: str, crc: int) -> StoredMessage:
+        self._verify(crc, (session_id, seq, body), f"message {seq} of session {session_id!r}")
         try:
             return StoredMessage(int(seq), Message.from_json(body))
         except ValidationError as exc:
@@ -436,11 +540,12 @@ class SQLiteSessionStore(SyncSessionStore):
         check_state_key(key)
         with self._read("read session state") as conn:
             row = conn.execute(
-                "SELECT value FROM agentmem_state WHERE session_id = ? AND key = ?",
+                "SELECT value, crc FROM agentmem_state WHERE session_id = ? AND key = ?",
                 (session_id, key),
             ).fetchone()
         if row is None:
             return None
+        self._verify(row[1], (session_id, key, row[0]), f"state {key!r} of session {session_id!r}")
         try:
             return dict(json.loads(row[0]))
         except (ValueError, TypeError) as exc:
@@ -464,8 +569,9 @@ class SQLiteSessionStore(SyncSessionStore):
         raw = dump_state(value)
         with self._write("write session state") as conn:
             conn.execute(
-                "INSERT OR REPLACE INTO agentmem_state (session_id, key, value) VALUES (?, ?, ?)",
-                (session_id, key, raw),
+                "INSERT OR REPLACE INTO agentmem_state (session_id, key, value, crc) "
+                "VALUES (?, ?, ?, ?)",
+                (session_id, key, raw, integrity.row_crc(session_id, key, raw)),
             )
 
     def state_keys(self, session_id: str) -> list[str]:
@@ -505,9 +611,9 @@ class SQLiteSessionStore(SyncSessionStore):
         self._check(session_id)
         with self._read("read the session owner") as conn:
             row = conn.execute(
-                "SELECT record FROM agentmem_owners WHERE session_id = ?", (session_id,)
+                "SELECT record, crc FROM agentmem_owners WHERE session_id = ?", (session_id,)
             ).fetchone()
-        return None if row is None else self._load_owner(session_id, row[0])
+        return None if row is None else self._load_owner(session_id, *row)
 
     def claim_owner(self, session_id: str, record: dict[str, Any]) -> dict[str, Any]:
         """Store ``record`` unless the session has an owner (one transaction); return the
@@ -524,13 +630,13 @@ class SQLiteSessionStore(SyncSessionStore):
         raw = dump_state(record)
         with self._write("claim the session") as conn:
             conn.execute(
-                "INSERT OR IGNORE INTO agentmem_owners (session_id, record) VALUES (?, ?)",
-                (session_id, raw),
+                "INSERT OR IGNORE INTO agentmem_owners (session_id, record, crc) VALUES (?, ?, ?)",
+                (session_id, raw, integrity.row_crc(session_id, raw)),
             )
             row = conn.execute(
-                "SELECT record FROM agentmem_owners WHERE session_id = ?", (session_id,)
+                "SELECT record, crc FROM agentmem_owners WHERE session_id = ?", (session_id,)
             ).fetchone()
-        return self._load_owner(session_id, row[0])
+        return self._load_owner(session_id, *row)
 
     def set_owner(self, session_id: str, record: dict[str, Any]) -> None:
         """Replace the session's ownership record."""
@@ -538,11 +644,12 @@ class SQLiteSessionStore(SyncSessionStore):
         raw = dump_state(record)
         with self._write("write the session owner") as conn:
             conn.execute(
-                "INSERT OR REPLACE INTO agentmem_owners (session_id, record) VALUES (?, ?)",
-                (session_id, raw),
+                "INSERT OR REPLACE INTO agentmem_owners (session_id, record, crc) VALUES (?, ?, ?)",
+                (session_id, raw, integrity.row_crc(session_id, raw)),
             )
 
-    def _load_owner(self, session_id: str, raw: str) -> dict[str, Any]:
+    def _load_owner(self, session_id: str, raw: str, crc: int) -> dict[str, Any]:
+        self._verify(crc, (session_id, raw), f"the owner record of session {session_id!r}")
         try:
             return dict(json.loads(raw))
         except (ValueError, TypeError) as exc:
@@ -558,12 +665,77 @@ class SQLiteSessionStore(SyncSessionStore):
             ).fetchall()
         return [str(r[0]) for r in rows]
 
+    def backup_to(self, dest: str | os.PathLike[str]) -> None:
+        """Copy the database to the new file ``dest`` with SQLite's online backup API (a
+        consistent snapshot: every write committed before the call, none after), with its
+        identity record beside it. Other threads wait for the copy; other processes may
+        go on reading.
+
+        Example:
+            >>> import tempfile, pathlib
+            >>> from agentmem.types import Message
+            >>> store = SQLiteSessionStore(":memory:")
+            >>> _ = store.append("s1", [Message(role="user", content="hi")])
+            >>> copy = pathlib.Path(tempfile.mkdtemp()) / "copy.db"
+            >>> store.backup_to(copy)
+            >>> SQLiteSessionStore(copy).count("s1")
+            1
+        """
+        target = os.fspath(dest)
+        if os.path.exists(target):
+            msg = f"{target!r} exists; a backup of the session database goes to a new file"
+            raise ConfigurationError(msg)
+        copy = sqlite3.connect(target)
+        try:
+            with self._read("back up the session database") as conn:
+                conn.backup(copy)
+            copy.execute("PRAGMA journal_mode = DELETE")  # one self-contained file
+        finally:
+            copy.close()
+        if self.store_id:
+            integrity.write_identity(target, self.store_id)
+
+    def verify_all(self) -> tuple[int, int]:
+        """Read every message, state and owner row and check its checksum; returns the
+        number of sessions and of messages.
+
+        Raises:
+            StoreCorruptedError: A row fails its checksum (naming it).
+        """
+        with self._read("verify the session database") as conn:
+            for table, keys, data in _CHECKED:
+                query = f"SELECT {', '.join(keys)}, {data}, crc FROM {table}"
+                for *parts, crc in conn.execute(query):
+                    where = ", ".join(map(repr, parts[:-1]))
+                    self._verify(crc, tuple(parts), f"the {table} row ({where})")
+            messages = conn.execute("SELECT COUNT(*) FROM agentmem_messages").fetchone()[0]
+        return len(self.sessions()), int(messages)
+
     def close(self) -> None:
         """Close the connection (waiting for a running operation). Idempotent."""
         with self._lock:
             conn, self._conn = self._conn, None
             if conn is not None and os.getpid() == self._pid:
                 conn.close()
+
+
+def _table_names(conn: sqlite3.Connection) -> set[str]:
+    rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+    return {str(r[0]) for r in rows}
+
+
+def _add_checksums(conn: sqlite3.Connection) -> None:
+    """Give the rows of an earlier schema their checksum column and values (a migration)."""
+    for table, keys, data in _CHECKED:
+        columns = {str(r[1]) for r in conn.execute(f"PRAGMA table_info({table})").fetchall()}
+        if "crc" not in columns:
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN crc INTEGER NOT NULL DEFAULT 0")
+        where = " AND ".join(f"{k} = ?" for k in keys)
+        rows = conn.execute(f"SELECT {', '.join(keys)}, {data} FROM {table}").fetchall()
+        conn.executemany(
+            f"UPDATE {table} SET crc = ? WHERE {where}",
+            [(integrity.row_crc(*row), *row[:-1]) for row in rows],
+        )
 
 
 def _rollback(conn: sqlite3.Connection) -> None:

@@ -21,6 +21,12 @@ count across a close.
 One process at a time: the store takes an exclusive ``flock`` on ``<path>/agentmem.lock``;
 a second opener gets :class:`~agentmem.errors.StoreLockedError`.
 
+Integrity: at every flush and close the store writes a manifest of its live generation
+(each file's size and checksum, the point count per space) and verifies it at open before
+Edge sees a file; a store that was not closed cleanly is loaded in a child process first
+(see :mod:`agentmem.stores.qdrant._edge_manifest`). :meth:`QdrantEdgeStore.backup_to`
+copies the flushed generation with its manifest under the store's lock.
+
 Damage: a shard whose files are partly gone (config without segments or WAL, or the
 reverse) or that Edge cannot load (a truncated WAL or segment) raises
 :class:`~agentmem.errors.StoreCorruptedError` at open, naming the path and the recovery;
@@ -56,10 +62,18 @@ from typing import IO, Any, TypeVar
 
 import qdrant_edge as qe
 
+from agentmem._file_copy import copy_tree
 from agentmem._sansio import Program, blocking
-from agentmem.errors import ConfigurationError, StoreClosedError, StoreError, StoreLockedError
+from agentmem.errors import (
+    ConfigurationError,
+    StoreClosedError,
+    StoreCorruptedError,
+    StoreError,
+    StoreLockedError,
+)
 from agentmem.long_term.store import DENSE_VECTOR, SPARSE_VECTOR
 from agentmem.stores.qdrant import _common as qc
+from agentmem.stores.qdrant import _edge_manifest as manifests
 from agentmem.stores.qdrant._base import QdrantStoreBase
 from agentmem.stores.qdrant._edge_files import (
     CONFIG_FILE,
@@ -69,6 +83,7 @@ from agentmem.stores.qdrant._edge_files import (
     shard_state,
 )
 from agentmem.stores.qdrant._edge_index import (
+    CURRENT_FILE,
     AutoIndex,
     build_generation,
     current_generation,
@@ -78,6 +93,7 @@ from agentmem.stores.qdrant._edge_index import (
     set_current_generation,
     unindexed_points,
 )
+from agentmem.stores.qdrant._edge_probe import count_spaces, probe
 from agentmem.stores.qdrant._edge_shard import (
     create_indexes,
     create_shard,
@@ -95,6 +111,7 @@ _FINAL_REPLAY = 32  # journal entries replayed under the store's lock at the swa
 
 LOCK_FILE = "agentmem.lock"
 INDEX_STATE_FILE = "agentmem-index.json"  # unindexed points at close (a hint, see _read_moved)
+_ROOT_FILES = frozenset({LOCK_FILE, INDEX_STATE_FILE, manifests.MANIFEST_FILE, CURRENT_FILE})
 
 
 class QdrantEdgeStore(QdrantStoreBase):
@@ -147,16 +164,22 @@ class QdrantEdgeStore(QdrantStoreBase):
         self._saved_index_state: tuple[str, int] | None = None  # as agentmem-index.json holds
         self._rebuild: threading.Thread | None = None
         self._child: subprocess.Popen[bytes] | None = None
+        self._manifest: manifests.Manifest | None = None  # as last written (or verified)
         self._path.mkdir(parents=True, exist_ok=True)
         self._lock_file = _lock(self._path)
         try:
+            _check_current(self._path)  # before anything that would trust it
             drop_stale_generations(self._path)
             self._shard_dir = current_generation(self._path)
             if not self._shard_dir.is_dir():
                 problem = f"{self._shard_dir.name}, named live by CURRENT, is missing"
                 raise corrupted(self._path, problem)
+            expected = self._check_before_load()
             self._shard = self._open_shard()
             try:
+                if expected is not None:
+                    manifests.check_points(self._path, expected, count_spaces(self._shard))
+                self._mark_open()
                 self._moved_before = _read_moved(self._path, self._shard_dir)
                 self._saved_index_state = (self._shard_dir.name, self._moved_before)
                 with edge_errors(self._path, "update"):
@@ -188,6 +211,61 @@ class QdrantEdgeStore(QdrantStoreBase):
     def path(self) -> Path:
         """The shard directory."""
         return self._path
+
+    # -- the integrity manifest (see agentmem.stores.qdrant._edge_manifest) ---------------
+
+    def _check_before_load(self) -> manifests.Manifest | None:
+        """Verify the live generation before Edge sees it; the manifest whose point counts
+        the loaded shard must reach (``None``: nothing to compare)."""
+        root, where = self._path, self._shard_dir
+        manifest = manifests.read_manifest(root)
+        if shard_state(where) == "empty":
+            return None
+        name = manifests.generation_name(root, where)
+        if manifest is not None and manifest.generation == name and manifest.state == "clean":
+            manifests.verify(root, manifest, data=self._preload)
+            self._manifest = manifest
+            return manifest
+        if manifest is not None and manifest.generation == name:
+            manifests.check_listed(root, manifest)
+            self._manifest = manifest
+            reason = "was not closed cleanly (a crash)"
+        else:
+            reason = "has no manifest yet (made before agentmem kept one, or it was deleted)"
+        logger.info(
+            "the Qdrant Edge store at %s %s: loading it in a child process first; it gets a "
+            "manifest at its next clean close",
+            root,
+            reason,
+        )
+        try:
+            probe(where)
+        except StoreCorruptedError as exc:
+            raise manifests.damaged(root, str(exc)) from None
+        return None
+
+    def _mark_open(self) -> None:
+        """Record that the files may change from now on (a crash leaves them unvouched)."""
+        current = self._manifest
+        if current is None or current.generation != manifests.generation_name(
+            self._path, self._shard_dir
+        ):
+            listed = manifests.generation_files(self._path, self._shard_dir)
+            current = manifests.Manifest(
+                manifests.generation_name(self._path, self._shard_dir),
+                "open",
+                {f: {"size": 0, "sha256": None} for f in listed},
+            )
+        self._manifest = current.as_open()
+        manifests.write_manifest(self._path, self._manifest)
+
+    def _write_clean_manifest(self, counts: dict[str, int]) -> manifests.Manifest:
+        """Describe the flushed (or closed) live generation: files, checksums, counts."""
+        # Always described anew: loading a shard may rewrite files (Edge replays its WAL).
+        manifest = manifests.describe(self._path, self._shard_dir, counts, "clean")
+        manifests.write_manifest(self._path, manifest)
+        self._manifest = manifest
+        return manifest
 
     def _open_shard(self) -> qe.EdgeShard:
         where = self._shard_dir
@@ -221,6 +299,9 @@ class QdrantEdgeStore(QdrantStoreBase):
         """
         with self._mutex:
             self._check_open()
+            if not self._unflushed:  # optimizing rewrites segments: unvouched until a flush
+                self._mark_open()
+            self._unflushed = True
             done = bool(self._shard.optimize())
             # Optimized segments drop the stale copies of moved points: the counters are
             # exact again.
@@ -228,11 +309,50 @@ class QdrantEdgeStore(QdrantStoreBase):
             return done
 
     def flush(self) -> None:
-        """Write pending segment changes to disk (the WAL already holds every write)."""
+        """Write pending segment changes to disk (the WAL already holds every write) and
+        the store's manifest (files, checksums, point counts)."""
         with self._mutex:
             self._check_open()
             self._shard.flush()
             self._unflushed = False
+            self._write_clean_manifest(count_spaces(self._shard))
+
+    def backup_to(self, dest: str | os.PathLike[str]) -> tuple[manifests.Manifest, int]:
+        """Copy the live generation, flushed, with its manifest, to the new directory
+        ``dest`` (holding the store's lock: writers wait for the copy, readers too);
+        returns the manifest and the data bytes copied. The copy is verified against the
+        manifest (every checksum) after the lock is released.
+
+        Raises:
+            StoreCorruptedError: The copy differs from the manifest (it is removed).
+        """
+        target = Path(dest)
+        with self._mutex:
+            self._check_open()
+            self._shard.flush()
+            self._unflushed = False
+            manifest = self._write_clean_manifest(count_spaces(self._shard))
+            source, root = self._shard_dir, self._path
+
+            def skip(path: Path) -> bool:  # the root's own files, and other generations
+                own = path.name in _ROOT_FILES or path.name.startswith(("gen-", "damaged-"))
+                return path.parent == root and own
+
+            inside = target if source == root else target / source.name
+            try:
+                _, copied = copy_tree(source, inside, skip=skip)
+                if inside != target:
+                    (target / CURRENT_FILE).write_text(source.name, encoding="utf-8")
+                manifests.write_manifest(target, manifest)
+            except BaseException:
+                shutil.rmtree(target, ignore_errors=True)
+                raise
+        try:
+            manifests.verify(target, manifest, data=True)
+        except BaseException:
+            shutil.rmtree(target, ignore_errors=True)
+            raise
+        return manifest, copied
 
     def close(self) -> None:
         """Flush (when anything was written), close the shard and release the lock. Further
@@ -250,7 +370,12 @@ class QdrantEdgeStore(QdrantStoreBase):
             with self._mutex:
                 if self._unflushed:  # a read-only session leaves the files as they were
                     self._shard.flush()
+                counts = count_spaces(self._shard)
                 self._shard.close()
+                try:
+                    self._write_clean_manifest(counts)
+                except OSError as exc:  # the store is sound; the next open probes it first
+                    logger.warning("could not write the manifest of %s: %s", self._path, exc)
         finally:
             rebuild = self._rebuild
             if rebuild is not None and rebuild is not threading.current_thread():
@@ -392,6 +517,7 @@ class QdrantEdgeStore(QdrantStoreBase):
                 swapped = True
                 old, self._shard, self._shard_dir = self._shard, new, target
                 self._unflushed = True  # the replayed tail is in its WAL only
+                self._mark_open()
                 paused = time.monotonic() - paused_from
             with contextlib.suppress(Exception):
                 old.close()  # nobody uses it any more; its flush need not hold anyone up
@@ -447,6 +573,8 @@ class QdrantEdgeStore(QdrantStoreBase):
         yield from blocking(self._write, "set_payload", (patches, where), len(patches))
 
     def _write(self, op: str, args: tuple[Any, ...], points: int) -> None:
+        if not self._unflushed:  # the first write since a flush: the manifest no longer holds
+            self._mark_open()
         self._unflushed = True
         _apply(self._shard, op, args)
         self._note_write(op, args, points)
@@ -624,6 +752,28 @@ def _write_moved(root: Path, generation: str, unindexed: int) -> None:
         tmp = root / (INDEX_STATE_FILE + ".tmp")
         tmp.write_text(json.dumps(state), encoding="utf-8")
         os.replace(tmp, root / INDEX_STATE_FILE)
+
+
+def _check_current(root: Path) -> None:
+    """Refuse a ``CURRENT`` marker gone or emptied while generations exist: the store would
+    otherwise take itself for an empty one made before generations, and delete them all."""
+    marker = root / CURRENT_FILE
+    try:
+        name = marker.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        name = None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise manifests.damaged(root, f"{marker} is unreadable ({exc})") from None
+    if name is not None and (not name or "/" in name or name in (".", "..")):
+        raise manifests.damaged(root, f"{marker} names no generation ({name!r})")
+    if name is None and not (root / CONFIG_FILE).exists():
+        generations = sorted(p.name for p in root.glob("gen-*") if p.is_dir())
+        if generations:
+            problem = (
+                f"{marker}, which names the live generation, is missing, and {root} holds "
+                f"generations ({', '.join(generations)}) but no shard of its own"
+            )
+            raise manifests.damaged(root, problem)
 
 
 def _stored_config(config_path: Path) -> tuple[dict[str, Any], int]:

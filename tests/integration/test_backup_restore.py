@@ -1,0 +1,330 @@
+"""Backups taken while the service serves, restores verified first, and repair.
+
+Real SQLite and Qdrant Edge; the hashing embedder stands in for the model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import re
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from agentmem import MemoryService
+from agentmem.backup import BACKUP_FILE, restore, verify
+from agentmem.errors import ConfigurationError, StoreCorruptedError, StoreLockedError
+from agentmem.long_term.records import RecordFilter, Scope
+from agentmem.repair import repair
+from agentmem.stores.sqlite import SQLiteSessionStore
+from tests.fakes import HashingEmbedder
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+DIM = 64
+WRITERS = 4
+HISTORY = RecordFilter(include_history=True)
+LIKES = ("green tea", "the Rust compiler", "hiking in Norway", "modal jazz", "tabs")
+
+
+def open_service(home: Path) -> MemoryService:
+    return MemoryService.open(home, embedder=HashingEmbedder(DIM), consolidate_every_tokens=None)
+
+
+def memory_ids(service: MemoryService, users: list[str]) -> set[str]:
+    ids: set[str] = set()
+    for user in users:
+        ids |= {r.id for r in service.long_term(user).all_records(HISTORY)}
+    return ids
+
+
+def tree(path: Path) -> dict[str, str]:
+    if not path.exists():
+        return {}
+    return {
+        str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(path.rglob("*"))
+        if p.is_file()
+    }
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "agentmem.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+        check=False,
+    )
+
+
+@pytest.fixture
+def small_home(tmp_path: Path) -> Path:
+    home = tmp_path / "home"
+    with open_service(home) as service:
+        alice = service.manager("alice", "chat-1")
+        for i in range(5):
+            alice.process_interaction(f"question {i}", f"answer {i}")
+            alice.remember(f"alice likes {LIKES[i]}")
+    return home
+
+
+def test_backup_during_concurrent_writes_then_restore(tmp_path: Path) -> None:
+    home, dest, restored = tmp_path / "home", tmp_path / "backup", tmp_path / "restored"
+    users = [f"user{w}" for w in range(WRITERS)]
+    acked: list[tuple[float, int, int, str]] = []  # (time, writer, turn, memory id)
+    lock = threading.Lock()
+    stop = threading.Event()
+    service = open_service(home)
+
+    def writer(w: int) -> None:
+        manager = service.manager(users[w], f"session-{w}")
+        i = 0
+        while not stop.is_set():
+            manager.process_interaction(f"writer {w} turn {i}", f"ack {w} {i}")
+            decision = manager.remember(f"writer {w} remembers fact number {i}")
+            # A near-duplicate reinforces the memory it matches and writes nothing.
+            stored = decision.existing if decision.action == "reinforce" else decision.record
+            assert stored is not None
+            with lock:
+                acked.append((time.monotonic(), w, i, stored.id))
+            i += 1
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(WRITERS)]
+    for t in threads:
+        t.start()
+    try:
+        while len(acked) < 40:
+            time.sleep(0.05)
+        began = time.monotonic()
+        report = service.backup(dest)
+        ended = time.monotonic()
+        deadline = ended + 60
+        while sum(a[0] > ended for a in acked) < WRITERS and time.monotonic() < deadline:
+            time.sleep(0.05)  # writes go on after the backup
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+        service.close()
+    before = [a for a in acked if a[0] < began]
+    assert before
+    assert len(acked) > len([a for a in acked if a[0] < ended])  # the service kept serving
+
+    result = restore(dest, restored)
+    assert result.memories == report.memories
+    assert result.messages == report.messages
+    with open_service(restored) as back:
+        for _, w, turn, _ in before:  # every turn acknowledged before the backup
+            texts = [m.message.content for m in back.sessions.read(f"session-{w}")]
+            assert f"writer {w} turn {turn}" in texts
+        ids = memory_ids(back, users)
+        assert {memory for *_, memory in before} <= ids
+        total = sum(back.memory_store.count(Scope(user_id=u), filter=HISTORY) for u in users)
+        assert total == report.memories  # the count at the backup, no more, no less
+        assert sum(back.sessions.count(f"session-{w}") for w in range(WRITERS)) == (report.messages)
+    assert repair(restored).damaged == []  # the restored home passes its own verification
+
+
+def test_backup_report_and_async_twin(small_home: Path, tmp_path: Path) -> None:
+    with open_service(small_home) as service:
+        report = asyncio.run(service.abackup(tmp_path / "b"))
+    assert report.path == (tmp_path / "b").absolute()
+    assert (report.sessions, report.messages, report.memories) == (1, 10, 5)
+    assert report.files == len([p for p in report.path.rglob("*") if p.is_file()])
+    assert report.bytes > 0
+    assert report.seconds > 0
+    assert verify(report.path) == {"sessions": 1, "messages": 10, "memories": 5}
+
+
+def test_backup_into_a_non_empty_destination_is_refused(small_home: Path, tmp_path: Path) -> None:
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    (dest / "keep.txt").write_text("mine")
+    before = tree(dest)
+    with open_service(small_home) as service, pytest.raises(ConfigurationError, match="not empty"):
+        service.backup(dest)
+    assert tree(dest) == before
+    done = cli("backup", str(dest), "--home", str(small_home))
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1
+    assert "not empty" in done.stderr
+    assert tree(dest) == before
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with open_service(small_home) as service:
+        assert service.backup(empty).memories == 5  # an empty directory is fine
+
+
+def test_cli_backup_and_restore_round_trip(small_home: Path, tmp_path: Path) -> None:
+    dest, home = tmp_path / "b", tmp_path / "restored"
+    done = cli("backup", str(dest), "--home", str(small_home))
+    assert done.returncode == 0, done.stderr
+    assert "5 memories" in done.stdout
+    done = cli("restore", str(dest), "--home", str(home))
+    assert done.returncode == 0, done.stderr
+    with open_service(home) as service:
+        assert len(service.long_term("alice").all_records()) == 5
+        assert service.sessions.count("chat-1") == 10
+    # A non-empty home is refused without --force, and replaced with it.
+    with open_service(home) as service:
+        service.manager("alice", "chat-1").process_interaction("after", "the backup")
+    before = tree(home)
+    done = cli("restore", str(dest), "--home", str(home))
+    assert done.returncode == 1
+    assert "--force" in done.stderr
+    assert tree(home) == before
+    done = cli("restore", str(dest), "--home", str(home), "--force")
+    assert done.returncode == 0, done.stderr
+    with open_service(home) as service:
+        assert service.sessions.count("chat-1") == 10
+
+
+def test_restore_refuses_a_source_that_is_not_a_backup(small_home: Path, tmp_path: Path) -> None:
+    target = tmp_path / "target"
+    with pytest.raises(ConfigurationError, match="not an agentmem backup"):
+        restore(small_home, target)
+    done = cli("restore", str(small_home), "--home", str(target))
+    assert done.returncode == 1
+    assert done.stderr.startswith("agentmem: ")
+    assert done.stderr.count("\n") == 1
+    assert not target.exists()
+
+
+@pytest.mark.parametrize("damage", ["altered", "removed", "manifest altered"])
+def test_a_damaged_backup_is_refused_and_nothing_written(
+    small_home: Path, tmp_path: Path, damage: str
+) -> None:
+    dest, target = tmp_path / "b", tmp_path / "target"
+    with open_service(small_home) as service:
+        service.backup(dest)
+    if damage == "manifest altered":
+        text = (dest / BACKUP_FILE).read_text().replace('"memories": 5', '"memories": 6')
+        (dest / BACKUP_FILE).write_text(text)
+    else:
+        (victim,) = dest.glob("long_term/segments/*/version.info")
+        if damage == "removed":
+            victim.unlink()
+        else:
+            victim.write_bytes(victim.read_bytes()[:-1] + b"9")
+    with pytest.raises(StoreCorruptedError, match="damaged"):
+        restore(dest, target)
+    done = cli("restore", str(dest), "--home", str(target))
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1
+    assert "nothing was restored" in done.stderr
+    assert not target.exists()
+
+
+def test_restore_into_a_home_another_process_holds_is_refused(
+    small_home: Path, tmp_path: Path
+) -> None:
+    dest, home = tmp_path / "b", tmp_path / "busy"
+    with open_service(small_home) as service:
+        service.backup(dest)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from agentmem import MemoryService; from tests.fakes import "
+            "HashingEmbedder; s = MemoryService.open(sys.argv[1], embedder=HashingEmbedder(64)); "
+            "print('ready', flush=True); sys.stdin.read(); s.close()",
+            str(home),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().strip() == "ready"
+        before = tree(home)
+        with pytest.raises(StoreLockedError, match="in use by another process"):
+            restore(dest, home, force=True)
+        done = cli("restore", str(dest), "--home", str(home), "--force")
+        assert done.returncode == 1
+        assert done.stderr.count("\n") == 1
+        assert "in use by another process" in done.stderr
+        assert tree(home) == before
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait(timeout=120)
+
+
+def test_repair_reports_what_was_lost_and_keeps_the_rest(small_home: Path) -> None:
+    # A message changed on disk: its row fails its checksum.
+    conn_path = small_home / "sessions.db"
+    data = bytearray(conn_path.read_bytes())
+    at = data.index(b"question 3") + 2
+    data[at] ^= 0x20
+    conn_path.write_bytes(bytes(data))
+    # A segment's version.info removed: Edge would open it as empty, silently.
+    (victim,) = (small_home / "long_term").glob("segments/*/version.info")
+    victim.unlink()
+    with pytest.raises(StoreCorruptedError, match=r"version\.info is missing"):
+        open_service(small_home)
+    before = tree(small_home)
+    done = cli("repair", "--home", str(small_home))
+    assert done.returncode == 1
+    assert "nothing was changed" in done.stderr
+    assert tree(small_home) == before
+    done = cli("repair", "--accept-loss", "--home", str(small_home))
+    assert done.returncode == 0, done.stderr
+    assert "agentmem_messages row ('chat-1', 7) failed its checksum" in done.stdout
+    found = re.search(r"lost: .*: (\d+) points in all \(of 5 in the manifest\)", done.stdout)
+    assert found, done.stdout
+    lost = int(found.group(1))
+    assert lost > 0
+    with open_service(small_home) as service:
+        texts = [m.message.content for m in service.sessions.read("chat-1")]
+        assert len(texts) == 9
+        assert "answer 3" in texts
+        assert not [t for t in texts if t.lower() == "question 3"]
+        # Exactly what was reported lost is missing; the rest is kept.
+        assert len(service.long_term("alice").all_records()) == 5 - lost
+    assert repair(small_home).damaged == []
+
+
+def test_a_store_written_before_the_manifest_gets_one(small_home: Path) -> None:
+    manifest = small_home / "long_term" / "agentmem-manifest.json"
+    manifest.unlink()  # as a store made by an earlier agentmem
+    with open_service(small_home) as service:
+        assert len(service.long_term("alice").all_records()) == 5
+    assert manifest.exists()
+    (victim,) = (small_home / "long_term").glob("segments/*/version.info")
+    victim.unlink()
+    with pytest.raises(StoreCorruptedError, match=r"version\.info"):
+        open_service(small_home)
+
+
+def test_sqlite_schema_2_files_migrate_with_checksums(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "sessions.db"
+    with SQLiteSessionStore(path) as store:
+        from agentmem.types import Message
+
+        store.append("s1", [Message(role="user", content="kept across the migration")])
+        store.set_state("s1", "k", {"v": 1})
+    conn = sqlite3.connect(path)
+    with conn:  # what schema 2 wrote: no checksums, no identity
+        conn.execute("UPDATE agentmem_messages SET crc = 0")
+        conn.execute("UPDATE agentmem_state SET crc = 0")
+        conn.execute("DROP TABLE agentmem_identity")
+        conn.execute("PRAGMA user_version = 2")
+    conn.close()
+    (tmp_path / "sessions.db.identity.json").unlink()
+    with SQLiteSessionStore(path) as store:
+        assert store.read("s1")[0].message.content == "kept across the migration"
+        assert store.get_state("s1", "k") == {"v": 1}
+        assert store.verify_all() == (1, 1)
+    assert (tmp_path / "sessions.db.identity.json").exists()
