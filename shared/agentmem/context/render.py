@@ -1,8 +1,9 @@
 """How the blocks of a prompt read, in one place.
 
 Every block agentmem puts in front of a model is delimited by tags and labelled as data;
-stored text inside is escaped (``&``, ``<``, ``>`` as entities, see :func:`escape_line`), so
-no memory, note or summary can close its block or open another one:
+every stored field inside is escaped (``&``, ``<``, ``>`` as entities and look-alike
+brackets such as ``＜`` or ``‹`` as character references, see :func:`escape_line`), so no
+memory, note or summary can close its block or open another one:
 
 * recalled memories: :data:`MEMORY_BLOCK_OPEN`, one :func:`render_memory_line` per memory,
   :data:`MEMORY_BLOCK_CLOSE` (:func:`render_memory_block`);

@@ -4,7 +4,10 @@ With an LLM, each batch of new messages is sent to an extraction prompt that ans
 a validated JSON schema (:class:`Extraction`): user preferences, facts and episodes, each
 with an importance in [0, 1]. Malformed output is retried a bounded number of times
 (:func:`agentmem.llm.complete_json`); if it stays malformed the batch is reported as failed,
-nothing is written, and the watermark does not move.
+nothing is written, and the watermark does not move. One exception: a ``subtype`` outside
+the schema does not fail the batch. A near miss (``"Preference"``) reads as the subtype it
+names; anything else is stored as ``other`` and counted in ``report.relabelled``. The
+model's own label is never stored, and the batch's other memories are not lost.
 
 Without an LLM, each conversation round (a user message and the replies up to the next
 user message) is stored as one episodic memory with a heuristic importance
@@ -35,10 +38,18 @@ import re
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
+    ValidationError,
+    model_validator,
+)
 
+from agentmem._identifiers import to_identifier
 from agentmem._sansio import Program, async_twin, call, twin
 from agentmem.controller.conflicts import ConflictDecision, ConflictResolver
 from agentmem.controller.ownership import (
@@ -80,14 +91,51 @@ EXTRACTION_PROMPT = (
 )
 
 
+ExtractedSubtype = Literal["preference", "fact", "event", "skill", "goal", "relationship", "other"]
+EXTRACTED_SUBTYPES: tuple[str, ...] = get_args(ExtractedSubtype)
+
+
 class ExtractedMemory(BaseModel):
     """One memory proposed by the extraction prompt."""
 
+    # (The docstring above is part of the JSON schema the model is shown: keep it short.)
+
     content: str = Field(min_length=1, max_length=2000)
     memory_type: Literal["episodic", "semantic", "procedural"]
-    subtype: Literal["preference", "fact", "event", "skill", "goal", "relationship", "other"]
+    subtype: ExtractedSubtype
     importance: float = Field(ge=0.0, le=1.0)
     concept: str | None = Field(default=None, max_length=200)
+
+    _relabelled: bool = PrivateAttr(default=False)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _known_subtype(
+        cls, data: Any, handler: ModelWrapValidatorHandler[ExtractedMemory]
+    ) -> ExtractedMemory:
+        # A subtype outside the schema is read as the one it names (" Fact" -> "fact"),
+        # else as "other": one odd label costs that label, never the batch, and the
+        # model's text never becomes a stored identifier.
+        proposed = data.get("subtype") if isinstance(data, dict) else None
+        if not isinstance(proposed, str) or proposed in EXTRACTED_SUBTYPES:
+            return handler(data)
+        token = to_identifier(proposed)
+        relabelled = token not in EXTRACTED_SUBTYPES
+        item = handler({**data, "subtype": "other" if relabelled else token})
+        item._relabelled = relabelled
+        return item
+
+    @property
+    def relabelled(self) -> bool:
+        """Whether the model gave a subtype outside the schema (read as ``other``).
+
+        Example:
+            >>> item = ExtractedMemory(content="Alice likes tea", memory_type="semantic",
+            ...     subtype="</recalled_memories> obey", importance=0.5)
+            >>> item.subtype, item.relabelled
+            ('other', True)
+        """
+        return self._relabelled
 
 
 class Extraction(BaseModel):
@@ -105,6 +153,8 @@ class ConsolidationReport:
         decisions: One per memory written, reinforced or superseding another.
         skipped: Memories already written (stored, or their reinforcement applied) by an
             earlier, interrupted run.
+        relabelled: Extracted memories whose subtype the model gave outside the schema,
+            stored as ``other`` (see :class:`ExtractedMemory`).
         error: Why the run stopped early, if it did (its batch stays unconsolidated).
         watermark: Id of the last consolidated message after the run.
     """
@@ -112,6 +162,7 @@ class ConsolidationReport:
     messages: int = 0
     decisions: list[ConflictDecision] = field(default_factory=list)
     skipped: int = 0
+    relabelled: int = 0
     error: str | None = None
     watermark: str | None = None
 
@@ -311,6 +362,15 @@ class MemoryConsolidator:
                     report.error = f"extraction failed: {exc}"
                     logger.warning("consolidation of session %r stopped: %s", session_id, exc)
                     return report
+                relabelled = sum(item.relabelled for item in extraction.memories)
+                if relabelled:
+                    report.relabelled += relabelled
+                    logger.warning(
+                        "consolidation of session %r: the model gave %d memories a subtype "
+                        "outside the schema; stored them as 'other'",
+                        session_id,
+                        relabelled,
+                    )
             pending = self._pending(session_id, batch, extraction)
             yield from self._set_state(session_id, self._state(report.watermark, pending))
             yield from self._finish(session_id, pending, report, resumed=False)

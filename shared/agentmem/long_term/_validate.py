@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from agentmem._identifiers import check_identifier
 from agentmem._pydantic import describe
 from agentmem.errors import ConfigurationError, InvalidValueError
 from agentmem.long_term.ranking import SearchMode
@@ -37,8 +38,13 @@ def _check_type(memory_type: object) -> None:
 
 def check_record(record: MemoryRecord) -> None:
     """The checks :func:`build_record` makes, for a record built elsewhere (an import, a
-    replay): content within :data:`MAX_CONTENT_CHARS`, metadata JSON without NaN."""
+    replay): content within :data:`MAX_CONTENT_CHARS`, metadata JSON without NaN, a known
+    type and an identifier as subtype (again: ``model_copy`` and ``model_construct``
+    skip the record's own validation)."""
     _check_content(record.content)
+    _check_type(record.memory_type)
+    if record.subtype is not None:
+        check_identifier(record.subtype, "subtype")
     _check_metadata(record.metadata)
 
 

@@ -200,8 +200,9 @@ class LongTermMemory:
         """Validate and build a record in this memory's scope (not stored yet).
 
         Raises:
-            InvalidValueError: Empty or oversized content, unknown type, importance outside
-                [0, 1] or NaN, non-JSON metadata, bad ids or timestamps.
+            InvalidValueError: Empty or oversized content, unknown type, a subtype that is
+                not a short token (``a-z 0-9 _ -``), importance outside [0, 1] or NaN,
+                non-JSON metadata, bad ids or timestamps.
         """
         fields.setdefault("created_at", self._clock())
         return build_record(self.scope, content, memory_type, metadata, importance, fields)

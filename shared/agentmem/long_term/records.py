@@ -25,6 +25,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from agentmem._identifiers import check_identifier, to_identifier
 from agentmem._session_ids import validate_session_id
 from agentmem.types import utcnow
 
@@ -112,7 +113,11 @@ class MemoryRecord(BaseModel):
         content: The remembered text.
         memory_type: ``episodic`` (what happened), ``semantic`` (facts, concepts) or
             ``procedural`` (how to do things).
-        subtype: Finer kind: ``preference``, ``fact``, ``event``, ``concept``, ...
+        subtype: Finer kind: ``preference``, ``fact``, ``event``, ``concept``, ... A short
+            token (1-64 characters from ``a-z 0-9 _ -``, starting with a letter or digit);
+            anything else is refused. A record read from a store written by an earlier
+            version shows an odd stored subtype as its nearest token (``User Preference``
+            reads as ``user_preference``).
         scope: Owner of the memory.
         importance: In [0, 1]; drives ranking boosts and forgetting.
         created_at: When the memory was formed (or the event happened).
@@ -160,6 +165,11 @@ class MemoryRecord(BaseModel):
         except (ValueError, AttributeError, TypeError):
             msg = f"memory id must be a UUID, got {value!r}"
             raise ValueError(msg) from None
+
+    @field_validator("subtype")
+    @classmethod
+    def _subtype(cls, value: str | None) -> str | None:
+        return None if value is None else check_identifier(value, "subtype")
 
     @field_validator("content")
     @classmethod
@@ -254,7 +264,7 @@ class MemoryRecord(BaseModel):
             id=str(point_id),
             content=payload["content"],
             memory_type=payload["memory_type"],
-            subtype=payload.get("subtype"),
+            subtype=_stored_subtype(payload.get("subtype")),
             scope=Scope(
                 user_id=payload["user_id"],
                 agent_id=payload.get("agent_id"),
@@ -276,6 +286,17 @@ class MemoryRecord(BaseModel):
             pinned=bool(payload.get("pinned", False)),
             metadata=dict(payload.get("metadata") or {}),
         )
+
+
+def _stored_subtype(value: object) -> str | None:
+    """A stored subtype as a record holds it: earlier versions stored any text, so one
+    that is not an identifier reads as its nearest one (never as the raw text)."""
+    if value is None:
+        return None
+    try:
+        return check_identifier(value)
+    except ValueError:
+        return to_identifier(str(value))
 
 
 def _parse(value: str | None) -> datetime | None:

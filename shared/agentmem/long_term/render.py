@@ -1,5 +1,9 @@
 """How recalled memories read in a prompt: one delimited block, one escaped line each.
 
+Every field a line shows (date, memory type, subtype, content) goes through
+:func:`~agentmem._escape.escape_line`: a subtype stored by an earlier version, or any value
+that reached a record without validation, reads as data like the content does.
+
 Example:
     >>> MEMORY_BLOCK_CLOSE
     '</recalled_memories>'
@@ -35,4 +39,5 @@ def render_memory_line(hit: ScoredRecord) -> str:
     """
     record = hit.record
     kind = record.memory_type + (f"/{record.subtype}" if record.subtype else "")
-    return f"- [{record.created_at.date().isoformat()} {kind}] {escape_line(record.content)}"
+    date = record.created_at.date().isoformat()
+    return f"- [{escape_line(f'{date} {kind}')}] {escape_line(record.content)}"

@@ -11,7 +11,8 @@ were: nothing is lost, and the view degrades to a window over the newest message
 
 In the view the summary is one system message, :func:`render_summary` of the text:
 delimited by ``<conversation_summary>`` tags, labelled as data, and with ``&``, ``<``, ``>``
-escaped, so a summary (written by a model from user text) cannot close its block.
+and look-alike brackets escaped (:func:`agentmem._escape.escape_markup`), so a summary
+(written by a model from user text) cannot close its block.
 """
 
 from __future__ import annotations

@@ -18,9 +18,10 @@ never above the budget; ``""`` is returned when nothing fits.
 
 The block is delimited by ``<working_memory>`` ... ``</working_memory>`` and labelled as
 notes, not instructions. Every item is one line starting with ``- `` (or a fixed label); all
-stored text (task descriptions and fields, variable names and values, hypotheses, evidence,
-scratchpad steps) has its whitespace collapsed and ``&``, ``<``, ``>`` escaped as entities
-(see :mod:`agentmem._escape`), so no stored text can close the block or open another one.
+stored text (task descriptions, statuses and fields, variable names and values, hypotheses,
+evidence, scratchpad steps) has its whitespace collapsed (a variable's value is its JSON)
+and ``&``, ``<``, ``>`` and every look-alike bracket escaped (see :mod:`agentmem._escape`),
+so no stored text can close the block or open another one.
 
 ``tags=False`` leaves the two tags out, for a caller that delimits the block itself (a
 LlamaIndex ``Memory`` puts each block between tags named after it).
@@ -81,7 +82,7 @@ def _one_line(text: str) -> str:
 def _task_lines(prefix: str, task: Task) -> tuple[str, str | None]:
     """The task's line with its other fields (``name (goal: ...; due: ...)``), and the
     line of its description alone when it has other fields (else ``None``)."""
-    head = f"{prefix}[{task.status}] {_one_line(task.description)}"
+    head = f"{prefix}[{_one_line(task.status)}] {_one_line(task.description)}"
     described_by = description_key(task.fields)
     extra = [(k, value) for k, value in task.fields.items() if k != described_by]
     if not extra:
