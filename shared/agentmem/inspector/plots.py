@@ -193,19 +193,7 @@ def line_plot(
             transform=f"rotate(-90 12 {top + ph / 2})",
         )
     )
-    return tag(
-        "svg",
-        join(parts),
-        xmlns="http://www.w3.org/2000/svg",
-        width=width,
-        height=height,
-        viewBox=f"0 0 {width} {height}",
-        font_size=11,
-        font_family="sans-serif",
-        role="img",
-        aria_label=f"{y_label} by {x_label}",
-        class_="am-plot",
-    )
+    return _svg(parts, width, height, label=f"{y_label} by {x_label}")
 
 
 def histogram(
@@ -268,6 +256,11 @@ def histogram(
         )
         parts.append(tag("text", label, x=x + 4, y=top + 12))
     parts.append(tag("text", x_label, x=left + pw / 2, y=height - 4, text_anchor="middle"))
+    return _svg(parts, width, height, label=f"histogram of {x_label}")
+
+
+def _svg(parts: list[Markup], width: int, height: int, *, label: str) -> Markup:
+    """The ``<svg>`` element of a plot: its drawn ``parts``, size and accessible label."""
     return tag(
         "svg",
         join(parts),
@@ -278,6 +271,6 @@ def histogram(
         font_size=11,
         font_family="sans-serif",
         role="img",
-        aria_label=f"histogram of {x_label}",
+        aria_label=label,
         class_="am-plot",
     )
