@@ -16,6 +16,7 @@ import pytest
 from agentmem import MemoryService
 from agentmem.cli import main
 from tests.fake_embedder import HashingEmbedder
+from tests.processes import run_python
 
 pytestmark = pytest.mark.integration
 
@@ -53,12 +54,8 @@ def test_inspect_prints_its_url_first_and_serves_until_interrupted(tmp_path: Pat
             urllib.request.urlopen(bare, timeout=60)
         assert refused.value.code == 401
         # The home is held: another process cannot open it meanwhile.
-        held = subprocess.run(
-            [sys.executable, "-m", "agentmem.cli", "--home", str(home), "stats", "--user", "alice"],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
+        held = run_python(
+            "-m", "agentmem.cli", "--home", str(home), "stats", "--user", "alice", timeout=120
         )
         assert held.returncode == 1
         assert "another process" in held.stderr

@@ -23,6 +23,7 @@ from agentmem.long_term.records import RecordFilter, Scope
 from agentmem.repair import repair
 from agentmem.stores.sqlite import SQLiteSessionStore
 from tests.fakes import HashingEmbedder
+from tests.processes import run_python
 
 pytestmark = pytest.mark.integration
 
@@ -55,14 +56,7 @@ def tree(path: Path) -> dict[str, str]:
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "agentmem.cli", *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-        check=False,
-    )
+    return run_python("-m", "agentmem.cli", *args, cwd=ROOT, timeout=300)
 
 
 @pytest.fixture

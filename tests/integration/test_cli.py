@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from agentmem._cli_common import NO_LLM_STATUS
 from agentmem.cli import main
+from tests.processes import child_env, run_python
 
 pytestmark = pytest.mark.integration
 
@@ -23,16 +21,8 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> str:
 
 
 def test_demo_runs_offline_and_honours_agentmem_home(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
-    env["AGENTMEM_HOME"] = str(tmp_path / "home")
-    done = subprocess.run(
-        [sys.executable, "-m", "agentmem.cli", "demo"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    env = child_env(AGENTMEM_HOME=str(tmp_path / "home"))
+    done = run_python("-m", "agentmem.cli", "demo", env=env)
     assert done.returncode == 0, done.stderr
     # stderr holds the documented status line and nothing else (no model-loading bars,
     # no progress off a terminal, no warnings).

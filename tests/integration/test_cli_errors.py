@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +24,7 @@ from agentmem._cli_common import NO_LLM_STATUS
 from agentmem.embeddings import ALL_MINILM_L6_V2
 from agentmem.long_term import LongTermMemory
 from tests.fake_embedder import HashingEmbedder
+from tests.processes import run_python
 
 pytestmark = pytest.mark.integration
 
@@ -58,15 +57,7 @@ def agentmem(tmp_path: Path, *args: str, home: Path | None = None) -> Run:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENTMEM_"))}
     env["MODULES_REPORT"] = str(report)
     home_args = ["--home", str(home)] if home is not None else []
-    done = subprocess.run(
-        [sys.executable, "-c", WRAPPER, *home_args, *args],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    done = run_python("-c", WRAPPER, *home_args, *args, cwd=tmp_path, env=env)
     heavy = json.loads(report.read_text()) if report.exists() else ["<no report>"]
     return Run(done.returncode, done.stdout, done.stderr, heavy)
 
@@ -363,9 +354,7 @@ def test_argparse_usage_errors_exit_2(tmp_path: Path) -> None:
 
 def test_import_agentmem_loads_no_torch() -> None:
     code = "import sys, agentmem, agentmem.cli; print(sorted(m for m in ('torch', 'transformers', 'sentence_transformers') if m in sys.modules))"
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
-    )
+    done = run_python("-c", code, timeout=120, check=True)
     assert done.stdout.strip() == "[]"
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import textwrap
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -27,6 +26,7 @@ from agentmem.long_term.store import SparseVector
 from agentmem.stores.qdrant.edge import AutoIndex, QdrantEdgeStore
 from agentmem.stores.sqlite import SQLiteSessionStore
 from agentmem.types import Message
+from tests.processes import run_python
 
 pytestmark = pytest.mark.integration
 
@@ -106,14 +106,7 @@ def build_pristine(home: Path, *, indexed: bool = False) -> None:
 
 
 def open_in_child(home: Path, kind: str) -> dict[str, object]:
-    done = subprocess.run(
-        [sys.executable, "-c", CHILD, str(home), kind],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-        check=False,
-    )
+    done = run_python("-c", CHILD, str(home), kind, cwd=ROOT, timeout=300)
     if done.returncode != 0:
         return {"outcome": f"crash (exit {done.returncode})", "message": done.stderr[-500:]}
     result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])

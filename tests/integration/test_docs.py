@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import NamedTuple
 
 import pytest
+
+from tests.processes import run_python
 
 pytestmark = pytest.mark.integration
 
@@ -125,15 +125,7 @@ def test_doc_block_runs_as_written(block: Block, tmp_path: Path) -> None:
     env["AGENTMEM_HOME"] = str(tmp_path / "home")
     work = tmp_path / "work"
     work.mkdir()
-    done = subprocess.run(
-        [sys.executable, "-c", block.code],
-        cwd=work,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    done = run_python("-c", block.code, cwd=work, env=env)
     assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
     assert done.stderr == ""
     if block.output is not None:

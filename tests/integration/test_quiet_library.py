@@ -6,13 +6,12 @@ transformers write to them directly, out of reach of ``capsys``).
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+
+from tests.processes import child_env, run_python
 
 pytestmark = pytest.mark.integration
 
@@ -41,16 +40,8 @@ SCRIPT = textwrap.dedent(
 
 
 def test_model_load_and_use_write_nothing_to_stdout_or_stderr(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "TQDM_", "HF_"))}
-    env["AGENTMEM_HOME"] = str(tmp_path / "home")
-    done = subprocess.run(
-        [sys.executable, "-c", SCRIPT],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    env = child_env(drop=("OPENAI_", "TQDM_", "HF_"), AGENTMEM_HOME=str(tmp_path / "home"))
+    done = run_python("-c", SCRIPT, env=env)
     assert done.returncode == 0, done.stderr
     assert done.stdout == ""
     assert done.stderr == ""

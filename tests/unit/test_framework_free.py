@@ -24,6 +24,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.processes import run_python
+
 ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT = ROOT / "pyproject.toml"
 FRAMEWORK_MODULES = ("langchain", "langgraph", "llama_index")
@@ -85,14 +87,12 @@ def test_the_normalizer_catches_every_spelling() -> None:
 
 
 def _run(code: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
+    return run_python(
+        "-c",
+        textwrap.dedent(code),
         cwd=ROOT,
         env={"PYTHONPATH": f"{ROOT / 'shared'}", "PATH": "/usr/bin:/bin"},
         timeout=120,
-        check=False,
     )
 
 

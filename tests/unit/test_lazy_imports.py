@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import ast
 import importlib
-import subprocess
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+
+from tests.processes import run_python
 
 LAZY = {
     # package -> modules whose whole ``__all__`` it exports
@@ -41,9 +41,7 @@ PACKAGE_ROOT = Path(__file__).resolve().parents[2] / "shared" / "agentmem"
 def _loaded(code: str) -> list[str]:
     """The modules a fresh interpreter holds after running ``code``."""
     script = f"{code}\nimport sys\nprint(sorted(sys.modules))"
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
-    )
+    done = run_python("-c", script, timeout=120, check=True)
     loaded: list[str] = ast.literal_eval(done.stdout.splitlines()[-1])
     return loaded
 

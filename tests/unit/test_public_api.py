@@ -7,6 +7,7 @@ import importlib
 import pytest
 
 import agentmem
+from tests.processes import run_python
 
 REQUIRED = {
     "agentmem": [
@@ -53,15 +54,13 @@ def test_all_lists_exactly_what_the_package_exports() -> None:
 
 
 def test_importing_agentmem_loads_no_model_or_framework() -> None:
-    import subprocess
-    import sys
 
     code = (
         "import sys, agentmem; "
         "print([m for m in ('torch', 'sentence_transformers', 'openai', 'redis', "
         "'qdrant_client', 'langchain_core') if m in sys.modules])"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = run_python("-c", code, check=True)
     assert out.stdout.strip() == "[]"
 
 

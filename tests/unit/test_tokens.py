@@ -9,8 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
-import sys
 import tempfile
 import textwrap
 import warnings
@@ -25,6 +23,7 @@ from agentmem import Message, TokenCounter, TokenizerUnavailableError, _encoding
 from agentmem._encodings import load_encoding
 from agentmem.tokens import render_tools
 from tests.chatml import reference_count
+from tests.processes import run_python
 from tests.strategies import TEXT, conversations
 
 MODELS = ["gpt-4o", "gpt-4", "gpt-3.5-turbo"]
@@ -197,15 +196,7 @@ def test_encodings_load_offline_without_a_cache_or_a_framework(tmp_path: Path) -
     env = {k: v for k, v in os.environ.items() if k not in ("DATA_GYM_CACHE_DIR",)}
     env["TIKTOKEN_CACHE_DIR"] = str(empty)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "shared"), str(ROOT)])
-    result = subprocess.run(
-        [sys.executable, "-c", code, json.dumps(SAMPLES)],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        timeout=120,
-        check=False,
-    )
+    result = run_python("-c", code, json.dumps(SAMPLES), env=env, cwd=tmp_path, timeout=120)
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["frameworks"] == []
