@@ -21,9 +21,10 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -110,48 +111,16 @@ def _note(
             log.victim_first_ok_after_kill = time.monotonic() - killed_at
 
 
-def _sync_writer(
-    store: RedisSessionStore,
-    sids: list[str],
-    stop: threading.Event,
-    log: _Log,
-    clock: _Clock,
-    victim_sids: set[str],
-) -> None:
-    i = 0
-    while not stop.is_set():
-        sid = sids[i % len(sids)]
-        message = Message(role="user", content=f"{sid} #{i}")
-        i += 1
-        # Retry the same message until it is acknowledged (bounded by the stop signal plus
-        # one more try): appends are idempotent by message id.
-        while True:
-            started = time.monotonic()
-            try:
-                seq = store.append(sid, [message])[0]
-            except StoreUnavailableError as exc:
-                log.record_failure(exc, time.monotonic() - started)
-                _note(log, clock, victim_sids, sid, started, ok=False)
-                if stop.is_set():
-                    break
-                continue
-            except BaseException as exc:  # anything else is a defect: stop and report it
-                with log.lock:
-                    log.other_errors.append(exc)
-                return
-            log.record_ok(message, sid, seq)
-            _note(log, clock, victim_sids, sid, started, ok=True)
-            break
+def _writer(
+    sids: list[str], stop: threading.Event, log: _Log, clock: _Clock, victim_sids: set[str]
+) -> Generator[tuple[str, Message], int | BaseException, None]:
+    """One writer's traffic, for the sync and the async driver alike: yields the next
+    ``(session, message)`` to append and is sent the sequence number, or the exception.
 
-
-async def _async_writer(
-    store: RedisSessionStore,
-    sids: list[str],
-    stop: threading.Event,
-    log: _Log,
-    clock: _Clock,
-    victim_sids: set[str],
-) -> None:
+    Appends are idempotent by message id, so a refused message is retried until it is
+    acknowledged (bounded by the stop signal plus one more try). Anything but
+    :class:`StoreUnavailableError` is a defect: it stops the writer and is reported.
+    """
     i = 0
     while not stop.is_set():
         sid = sids[i % len(sids)]
@@ -159,21 +128,53 @@ async def _async_writer(
         i += 1
         while True:
             started = time.monotonic()
-            try:
-                seq = (await store.aappend(sid, [message]))[0]
-            except StoreUnavailableError as exc:
-                log.record_failure(exc, time.monotonic() - started)
+            outcome = yield sid, message
+            if isinstance(outcome, StoreUnavailableError):
+                log.record_failure(outcome, time.monotonic() - started)
                 _note(log, clock, victim_sids, sid, started, ok=False)
                 if stop.is_set():
                     break
                 continue
-            except BaseException as exc:
+            if isinstance(outcome, BaseException):
                 with log.lock:
-                    log.other_errors.append(exc)
+                    log.other_errors.append(outcome)
                 return
-            log.record_ok(message, sid, seq)
+            log.record_ok(message, sid, outcome)
             _note(log, clock, victim_sids, sid, started, ok=True)
             break
+
+
+def _resume(
+    program: Generator[tuple[str, Message], int | BaseException, None],
+    outcome: int | BaseException,
+) -> tuple[str, Message] | None:
+    """Send the last append's outcome into a writer; its next call, or ``None`` when done."""
+    try:
+        return program.send(outcome)
+    except StopIteration:
+        return None
+
+
+def _sync_writer(store: RedisSessionStore, *args: Any) -> None:
+    program = _writer(*args)
+    call = next(program, None)
+    while call is not None:
+        try:
+            outcome: int | BaseException = store.append(call[0], [call[1]])[0]
+        except BaseException as exc:
+            outcome = exc
+        call = _resume(program, outcome)
+
+
+async def _async_writer(store: RedisSessionStore, *args: Any) -> None:
+    program = _writer(*args)
+    call = next(program, None)
+    while call is not None:
+        try:
+            outcome: int | BaseException = (await store.aappend(call[0], [call[1]]))[0]
+        except BaseException as exc:
+            outcome = exc
+        call = _resume(program, outcome)
 
 
 def test_master_killed_mid_traffic_loses_no_acknowledged_append(cluster: RedisCluster) -> None:
