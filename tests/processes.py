@@ -17,8 +17,11 @@ import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from types import TracebackType
 
-__all__ = ["child_env", "run_python"]
+from typing_extensions import Self
+
+__all__ = ["StopOnExit", "child_env", "run_python"]
 
 
 def child_env(*, drop: tuple[str, ...] = ("OPENAI_",), **values: str) -> dict[str, str]:
@@ -56,3 +59,31 @@ def run_python(
         timeout=timeout,
         check=check,
     )
+
+
+class StopOnExit:
+    """Mixin for the servers the tests start: ``with server:`` calls ``server.stop()`` on
+    the way out (a test's failure included). ``__enter__`` returns the server itself.
+
+    Example:
+        >>> class Server(StopOnExit):
+        ...     def stop(self) -> None:
+        ...         print("stopped")
+        >>> with Server():
+        ...     pass
+        stopped
+    """
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

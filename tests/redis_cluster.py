@@ -22,11 +22,11 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
-from types import TracebackType
 
 import redis
 import redis.crc
 
+from tests.processes import StopOnExit
 from tests.redis_server import RedisServer, RedisServerError, find_redis_server, free_port
 
 __all__ = ["RedisCluster", "find_redis_cli"]
@@ -55,7 +55,7 @@ def _cluster_info(port: int) -> dict[str, str]:
     return dict(line.split(":", 1) for line in text.split() if ":" in line)
 
 
-class RedisCluster:
+class RedisCluster(StopOnExit):
     """Six ``redis-server`` nodes on 127.0.0.1 forming one cluster (3 masters, 3 replicas).
 
     Attributes:
@@ -208,17 +208,6 @@ class RedisCluster:
         """Terminate every node (idempotent)."""
         for node in self.nodes:
             node.stop()
-
-    def __enter__(self) -> RedisCluster:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 def cluster_available() -> str | None:

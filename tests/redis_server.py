@@ -21,9 +21,10 @@ import subprocess
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import TracebackType
 
 import redis
+
+from tests.processes import StopOnExit
 
 __all__ = ["RedisServer", "RedisServerError", "find_redis_server", "free_port"]
 
@@ -46,7 +47,7 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-class RedisServer:
+class RedisServer(StopOnExit):
     """A ``redis-server`` child process bound to 127.0.0.1, with AOF persistence in ``directory``.
 
     Attributes:
@@ -194,14 +195,3 @@ class RedisServer:
                 self._process.kill()
                 self._process.wait()
             self._process = None
-
-    def __enter__(self) -> RedisServer:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()

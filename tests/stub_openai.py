@@ -31,11 +31,14 @@ import hashlib
 import json
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any, Generic, Protocol, TypeVar
+
+import pytest
+
+from tests.processes import StopOnExit
 
 __all__ = [
     "AdapterFactory",
@@ -47,6 +50,7 @@ __all__ = [
     "RecordedRequest",
     "Reply",
     "StubOpenAI",
+    "factory_fixtures",
     "stub_embedding",
 ]
 
@@ -118,7 +122,7 @@ class RecordedRequest:
     body: Any
 
 
-class StubOpenAI:
+class StubOpenAI(StopOnExit):
     """A scripted OpenAI-compatible server on a loopback port. Use as a context manager."""
 
     def __init__(self, script: Iterable[Behaviour] = (), *, model: str = "stub-model") -> None:
@@ -184,14 +188,6 @@ class StubOpenAI:
 
     def __enter__(self) -> StubOpenAI:
         return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     # -- request handling ------------------------------------------------------------------
 
@@ -357,3 +353,38 @@ class AdapterFactory(Generic[AdapterT]):
         """Close every client (sync and async) of every adapter built."""
         for made in self.made:
             await made.aclose()
+
+
+def factory_fixtures(
+    adapter: Callable[..., AdapterT], *, model: str, api_key: str, name: str
+) -> tuple[Any, Any, Any]:
+    """Three pytest fixtures for a test module of ``adapter``: ``stub`` (a running
+    :class:`StubOpenAI`), ``name`` (an :class:`AdapterFactory` whose sync clients are
+    closed after the test) and ``"a" + name`` (the same for async tests, closed on the
+    test's event loop). Assign them to module names so that pytest finds them.
+
+    Example::
+
+        stub, make, amake = factory_fixtures(
+            OpenAIEmbedder, model="stub-embed", api_key="sk-test", name="make"
+        )
+    """
+
+    @pytest.fixture(name="stub")
+    def stub_fixture() -> Iterator[StubOpenAI]:
+        with StubOpenAI() as server:
+            yield server
+
+    @pytest.fixture(name=name)
+    def make(stub: StubOpenAI) -> Iterator[AdapterFactory[AdapterT]]:
+        factory = AdapterFactory(adapter, stub, model=model, api_key=api_key)
+        yield factory
+        factory.close()
+
+    @pytest.fixture(name="a" + name)
+    async def amake(stub: StubOpenAI) -> AsyncIterator[AdapterFactory[AdapterT]]:
+        factory = AdapterFactory(adapter, stub, model=model, api_key=api_key)
+        yield factory
+        await factory.aclose()
+
+    return stub_fixture, make, amake

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import socket
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable
 
 import openai
 import pytest
@@ -17,7 +17,7 @@ from agentmem.errors import (
 )
 from agentmem.llm import complete_json
 from agentmem.llm.openai import OpenAIChatModel
-from tests.stub_openai import AdapterFactory, Delay, ErrorStatus, Malformed, Reply, StubOpenAI
+from tests.stub_openai import Delay, ErrorStatus, Malformed, Reply, StubOpenAI, factory_fixtures
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
@@ -36,26 +36,10 @@ EXPECTED = Memory(content="writes Python", importance=0.8)
 Factory = Callable[..., OpenAIChatModel]
 
 
-@pytest.fixture
-def stub() -> Iterator[StubOpenAI]:
-    with StubOpenAI() as server:
-        yield server
-
-
-@pytest.fixture
-def make_llm(stub: StubOpenAI) -> Iterator[Factory]:
-    """Models pointed at the stub, SDK retries off unless a test asks for them."""
-    factory = AdapterFactory(OpenAIChatModel, stub, model="stub-model", api_key=API_KEY)
-    yield factory
-    factory.close()
-
-
-@pytest.fixture
-async def amake_llm(stub: StubOpenAI) -> AsyncIterator[Factory]:
-    """Like ``make_llm`` for async tests; closes the async clients on the test's loop."""
-    factory = AdapterFactory(OpenAIChatModel, stub, model="stub-model", api_key=API_KEY)
-    yield factory
-    await factory.aclose()
+stub, make_llm, amake_llm = factory_fixtures(
+    OpenAIChatModel, model="stub-model", api_key=API_KEY, name="make_llm"
+)
+"""Models pointed at the stub, SDK retries off unless a test asks for them."""
 
 
 def unused_port() -> int:

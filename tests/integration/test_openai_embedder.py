@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import openai
@@ -16,12 +16,12 @@ from agentmem.errors import (
     LLMTimeoutError,
 )
 from tests.stub_openai import (
-    AdapterFactory,
     Delay,
     EmbeddingReply,
     ErrorStatus,
     Malformed,
     StubOpenAI,
+    factory_fixtures,
     stub_embedding,
 )
 
@@ -31,24 +31,9 @@ API_KEY = "sk-test-0123456789abcdef"
 Factory = Callable[..., OpenAIEmbedder]
 
 
-@pytest.fixture
-def stub() -> Iterator[StubOpenAI]:
-    with StubOpenAI() as server:
-        yield server
-
-
-@pytest.fixture
-def make(stub: StubOpenAI) -> Iterator[Factory]:
-    factory = AdapterFactory(OpenAIEmbedder, stub, model="stub-embed", api_key=API_KEY)
-    yield factory
-    factory.close()
-
-
-@pytest.fixture
-async def amake(stub: StubOpenAI) -> AsyncIterator[Factory]:
-    factory = AdapterFactory(OpenAIEmbedder, stub, model="stub-embed", api_key=API_KEY)
-    yield factory
-    await factory.aclose()
+stub, make, amake = factory_fixtures(
+    OpenAIEmbedder, model="stub-embed", api_key=API_KEY, name="make"
+)
 
 
 def test_documents_are_sent_in_batches_and_returned_in_order(
