@@ -20,7 +20,7 @@ Example:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, get_args
 
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from agentmem.long_term.records import MemoryRecord
     from agentmem.long_term.store import ScoredRecord
     from agentmem.working import WorkingMemory
-    from agentmem.working.models import WorkingState
+    from agentmem.working.models import Variable, WorkingState
 
 __all__ = [
     "STYLE",
@@ -341,30 +341,32 @@ def _json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
+def _table(head: Sequence[str], rows: Iterable[Sequence[Markup]]) -> Markup:
+    """A ``<table>`` with a header row of ``head`` and one ``<tr>`` per row of cells."""
+    return tag("table", tag("tr", *(tag("th", h) for h in head)), *(tag("tr", *r) for r in rows))
+
+
+def _expiry(variable: Variable) -> str:
+    if variable.expires_at:
+        return when(variable.expires_at)
+    if variable.expires_after_turns:
+        return f"after {variable.expires_after_turns} turns"
+    return "never"
+
+
 def working_state_html(state: WorkingState) -> Markup:
     """A working-memory state: variables with their expiry, tasks, hypotheses (confidence
     as a bar) and the scratchpad."""
     parts: list[Markup] = [tag("p", f"turn {state.turn}", class_="am-muted")]
     if state.variables:
         parts.append(
-            tag(
-                "table",
-                tag("tr", tag("th", "variable"), tag("th", "value"), tag("th", "expires")),
-                *(
-                    tag(
-                        "tr",
+            _table(
+                ("variable", "value", "expires"),
+                (
+                    (
                         tag("td", key),
                         tag("td", tag("div", _json(v.value), class_="am-content")),
-                        tag(
-                            "td",
-                            when(v.expires_at)
-                            if v.expires_at
-                            else (
-                                f"after {v.expires_after_turns} turns"
-                                if v.expires_after_turns
-                                else "never"
-                            ),
-                        ),
+                        tag("td", _expiry(v)),
                     )
                     for key, v in state.variables.items()
                 ),
@@ -372,12 +374,10 @@ def working_state_html(state: WorkingState) -> Markup:
         )
     if state.tasks:
         parts.append(
-            tag(
-                "table",
-                tag("tr", tag("th", "task"), tag("th", "status")),
-                *(
-                    tag(
-                        "tr",
+            _table(
+                ("task", "status"),
+                (
+                    (
                         tag("td", t.description, class_="am-content"),
                         tag("td", tag("span", t.status, class_="am-tag")),
                     )
@@ -386,21 +386,16 @@ def working_state_html(state: WorkingState) -> Markup:
             )
         )
     if state.hypotheses:
+        bar = COLORS["fused"]
         parts.append(
-            tag(
-                "table",
-                tag("tr", tag("th", "hypothesis"), tag("th", "confidence")),
-                *(
-                    tag(
-                        "tr",
+            _table(
+                ("hypothesis", "confidence"),
+                (
+                    (
                         tag("td", h.text, class_="am-content"),
                         tag(
                             "td",
-                            stacked_bar(
-                                [("confidence", h.confidence, COLORS["fused"])],
-                                total=1.0,
-                                width=100,
-                            ),
+                            stacked_bar([("confidence", h.confidence, bar)], total=1.0, width=100),
                             f" {h.confidence:.2f}",
                         ),
                     )
@@ -486,20 +481,15 @@ def records_table(
     if not records:
         return tag("p", "No memories.", class_="am-muted")
     head = ["memory", "type", "formed / used", "history"] + ([extra_head] if extra else [])
-    rows = []
+    rows: list[list[Markup]] = []
     for record in records:
         content: Markup = tag("div", record.content, class_="am-content")
         if link is not None:
             content = tag("a", content, href=link(record))
-        rows.append(
-            tag(
-                "tr",
-                tag("td", content),
-                *record_cells(record),
-                tag("td", extra(record)) if extra else None,
-            )
-        )
-    return tag("table", tag("tr", *(tag("th", h) for h in head)), *rows)
+        rows.append([tag("td", content), *record_cells(record)])
+        if extra:
+            rows[-1].append(tag("td", extra(record)))
+    return _table(head, rows)
 
 
 def forgetting_candidates(

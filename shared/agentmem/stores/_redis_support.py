@@ -389,7 +389,24 @@ async def _async_sleep(seconds: float) -> None:
     await asyncio.sleep(seconds)
 
 
-class DeadlineRetry(Retry):
+class _Deadline:
+    """The two settings both retry classes add to redis-py's ``Retry`` (see
+    :class:`DeadlineRetry`); a mixin placed before ``Retry`` in their bases."""
+
+    def __init__(
+        self,
+        backoff: AbstractBackoff,
+        retries: int,
+        supported_errors: tuple[type[Exception], ...],
+        *,
+        attempt_time: float,
+        budget: float | None,
+    ) -> None:
+        super().__init__(backoff, retries, supported_errors)  # type: ignore[call-arg]
+        self.attempt_time, self.budget = attempt_time, budget
+
+
+class DeadlineRetry(_Deadline, Retry):
     """A redis-py ``Retry`` that also stops at the deadline of the running store call.
 
     A retry is only started when it could end, at its ``attempt_time`` (the socket
@@ -404,18 +421,6 @@ class DeadlineRetry(Retry):
         budget: Seconds a retry loop may take when no store call is under way.
     """
 
-    def __init__(
-        self,
-        backoff: AbstractBackoff,
-        retries: int,
-        supported_errors: tuple[type[Exception], ...],
-        *,
-        attempt_time: float,
-        budget: float | None,
-    ) -> None:
-        super().__init__(backoff, retries, supported_errors)
-        self.attempt_time, self.budget = attempt_time, budget
-
     def call_with_retry(
         self,
         do: Callable[[], T],
@@ -426,20 +431,8 @@ class DeadlineRetry(Retry):
         return drive(_attempts(self, do, fail, is_retryable, with_failure_count))
 
 
-class AsyncDeadlineRetry(redis.asyncio.retry.Retry):
+class AsyncDeadlineRetry(_Deadline, redis.asyncio.retry.Retry):
     """The asyncio twin of :class:`DeadlineRetry` (same arguments, same policy, same loop)."""
-
-    def __init__(
-        self,
-        backoff: AbstractBackoff,
-        retries: int,
-        supported_errors: tuple[type[Exception], ...],
-        *,
-        attempt_time: float,
-        budget: float | None,
-    ) -> None:
-        super().__init__(backoff, retries, supported_errors)  # type: ignore[arg-type]
-        self.attempt_time, self.budget = attempt_time, budget
 
     async def call_with_retry(
         self,
