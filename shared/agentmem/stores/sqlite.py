@@ -123,6 +123,17 @@ class SQLiteOptions(TypedDict, total=False):
     quick_check: bool
 
 
+def _put_owner(
+    conn: sqlite3.Connection, session_id: str, raw: str, *, conflict: Literal["IGNORE", "REPLACE"]
+) -> None:
+    """Write a session's ownership record with its row checksum; on a record already there,
+    ``IGNORE`` keeps it (first claim wins) and ``REPLACE`` overwrites it."""
+    conn.execute(
+        f"INSERT OR {conflict} INTO agentmem_owners (session_id, record, crc) VALUES (?, ?, ?)",
+        (session_id, raw, integrity.row_crc(session_id, raw)),
+    )
+
+
 class SQLiteSessionStore(SyncSessionStore):
     """Session store in one SQLite file, safe for many threads and many processes.
 
@@ -629,10 +640,7 @@ class SQLiteSessionStore(SyncSessionStore):
         self._check(session_id)
         raw = dump_state(record)
         with self._write("claim the session") as conn:
-            conn.execute(
-                "INSERT OR IGNORE INTO agentmem_owners (session_id, record, crc) VALUES (?, ?, ?)",
-                (session_id, raw, integrity.row_crc(session_id, raw)),
-            )
+            _put_owner(conn, session_id, raw, conflict="IGNORE")
             row = conn.execute(
                 "SELECT record, crc FROM agentmem_owners WHERE session_id = ?", (session_id,)
             ).fetchone()
@@ -643,10 +651,7 @@ class SQLiteSessionStore(SyncSessionStore):
         self._check(session_id)
         raw = dump_state(record)
         with self._write("write the session owner") as conn:
-            conn.execute(
-                "INSERT OR REPLACE INTO agentmem_owners (session_id, record, crc) VALUES (?, ?, ?)",
-                (session_id, raw, integrity.row_crc(session_id, raw)),
-            )
+            _put_owner(conn, session_id, raw, conflict="REPLACE")
 
     def _load_owner(self, session_id: str, raw: str, crc: int) -> dict[str, Any]:
         self._verify(crc, (session_id, raw), f"the owner record of session {session_id!r}")
