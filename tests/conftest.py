@@ -75,11 +75,8 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
             "(locally: apt-get install redis-server)"
         )
     directory: Path = tmp_path_factory.mktemp("redis")
-    server = RedisServer.start(directory)
-    try:
+    with RedisServer.start(directory) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="session")
@@ -99,11 +96,8 @@ def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisClu
     missing = cluster_available()
     if missing is not None:
         pytest.skip(f"no Redis Cluster: {missing}; .ci/test installs both")
-    cluster = RedisCluster.start(tmp_path_factory.mktemp("redis-cluster"))
-    try:
+    with RedisCluster.start(tmp_path_factory.mktemp("redis-cluster")) as cluster:
         yield cluster
-    finally:
-        cluster.stop()
 
 
 @pytest.fixture(scope="session")

@@ -77,27 +77,30 @@ def _no_alert(driver: webdriver.Chrome) -> None:
         driver.switch_to.alert  # noqa: B018
 
 
+def _heading(driver: webdriver.Chrome) -> str:
+    return str(driver.find_element(By.TAG_NAME, "h1").text)
+
+
 def test_navigation_through_every_kind_of_page(
     browser: webdriver.Chrome, server: InspectorServer, seeded: Seeded, shots: Path
 ) -> None:
     browser.get(server.url)
-    assert browser.find_element(By.TAG_NAME, "h1").text == "Users"
-    _shot(browser, shots, "01-users")
-    browser.find_element(By.LINK_TEXT, "alice").click()
-    assert browser.find_element(By.TAG_NAME, "h1").text == "User alice"
-    _shot(browser, shots, "02-user")
-    browser.find_element(By.LINK_TEXT, "alice-s1").click()
-    assert browser.find_element(By.TAG_NAME, "h1").text == "Session alice-s1"
-    assert "plan the trip to Bergen" in browser.page_source
-    for summary in browser.find_elements(By.CSS_SELECTOR, "details > summary"):
-        summary.click()  # open the collapsed messages for the picture
-    _shot(browser, shots, "03-session")
-    browser.find_element(By.LINK_TEXT, "memories").click()
-    assert browser.find_element(By.TAG_NAME, "h1").text == "Memories of alice"
-    _shot(browser, shots, "04-memories")
-    browser.find_element(By.PARTIAL_LINK_TEXT, "Alice indents Python with tabs").click()
-    assert browser.find_element(By.TAG_NAME, "h1").text == "Memory"
-    _shot(browser, shots, "05-memory")
+    pages = [  # (the link followed, how it is found, the page's heading)
+        (None, None, "Users"),
+        ("alice", By.LINK_TEXT, "User alice"),
+        ("alice-s1", By.LINK_TEXT, "Session alice-s1"),
+        ("memories", By.LINK_TEXT, "Memories of alice"),
+        ("Alice indents Python with tabs", By.PARTIAL_LINK_TEXT, "Memory"),
+    ]
+    for number, (link, by, heading) in enumerate(pages, start=1):
+        if link is not None and by is not None:
+            browser.find_element(by, link).click()
+        assert _heading(browser) == heading
+        if heading.startswith("Session"):
+            assert "plan the trip to Bergen" in browser.page_source
+            for summary in browser.find_elements(By.CSS_SELECTOR, "details > summary"):
+                summary.click()  # open the collapsed messages for the picture
+        _shot(browser, shots, f"{number:02d}-{heading.split()[0].lower()}")
     browser.find_element(By.LINK_TEXT, "forgetting").click()
     assert len(browser.find_elements(By.CSS_SELECTOR, "svg.am-plot")) == 2
     _shot(browser, shots, "06-forgetting")
