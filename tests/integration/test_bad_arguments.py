@@ -22,11 +22,9 @@ from agentmem.errors import (
     ContextBudgetError,
     InvalidMessageError,
 )
-from agentmem.long_term import LongTermMemory, RecordFilter
-from agentmem.stores.qdrant.edge import QdrantEdgeStore
-from agentmem.stores.sqlite import SQLiteSessionStore
+from agentmem.long_term import RecordFilter
 from agentmem.working import STATE_KEY
-from tests.fakes import HashingEmbedder
+from tests.managers import edge_manager
 
 pytestmark = pytest.mark.integration
 
@@ -41,19 +39,7 @@ def now() -> list[datetime]:
 
 @pytest.fixture
 def manager(tmp_path: Path, now: list[datetime]) -> Iterator[MemoryManager]:
-    sessions = SQLiteSessionStore(tmp_path / "sessions.db")
-    store = QdrantEdgeStore(tmp_path / "long_term", dimension=32)
-    long_term = LongTermMemory(store=store, embedder=HashingEmbedder(32), user_id="alice")
-    mem = MemoryManager.from_parts(
-        user_id="alice",
-        session_id="s1",
-        sessions=sessions,
-        long_term=long_term,
-        consolidate_every_tokens=None,
-        clock=lambda: now[0],
-        on_close=[store.close, sessions.close],
-    )
-    with mem:
+    with edge_manager(tmp_path, consolidate_every_tokens=None, clock=lambda: now[0]) as mem:
         yield mem
 
 

@@ -14,10 +14,7 @@ import pytest
 
 from agentmem import MemoryManager
 from agentmem.controller.retrieval import MemoryRetriever
-from agentmem.long_term import LongTermMemory
-from agentmem.stores.qdrant.edge import QdrantEdgeStore
-from agentmem.stores.sqlite import SQLiteSessionStore
-from tests.fakes import HashingEmbedder
+from tests.managers import edge_manager
 
 pytestmark = pytest.mark.integration
 
@@ -32,21 +29,10 @@ FILLER = [(f"Tell me fact number {i} about the weather", f"Weather fact {i}.") f
 
 @pytest.fixture
 def manager(tmp_path: Path) -> Iterator[MemoryManager]:
-    sessions = SQLiteSessionStore(tmp_path / "sessions.db")
-    store = QdrantEdgeStore(tmp_path / "long_term", dimension=256)
-    long_term = LongTermMemory(store=store, embedder=HashingEmbedder(256), user_id="alice")
-    manager = MemoryManager.from_parts(
-        user_id="alice",
-        session_id="s1",
-        sessions=sessions,
-        long_term=long_term,
-        consolidate_every_tokens=None,
-        max_short_term_tokens=100_000,
-    )
-    yield manager
-    manager.close()
-    long_term.close()
-    sessions.close()
+    with edge_manager(
+        tmp_path, dimension=256, consolidate_every_tokens=None, max_short_term_tokens=100_000
+    ) as manager:
+        yield manager
 
 
 def _markers(text: str) -> dict[str, int]:

@@ -26,6 +26,7 @@ from agentmem.stores.qdrant.edge import QdrantEdgeStore
 from agentmem.stores.sqlite import SQLiteSessionStore
 from tests.chatml import count_rendered
 from tests.fakes import HashingEmbedder, ScriptedChatModel
+from tests.managers import edge_manager
 
 pytestmark = pytest.mark.integration
 
@@ -53,18 +54,7 @@ class Home:
         self.root = root
 
     def manager(self, session_id: str, llm: object | None = None, **kw: object) -> MemoryManager:
-        sessions = SQLiteSessionStore(self.root / "sessions.db")
-        store = QdrantEdgeStore(self.root / "long_term", dimension=256)
-        long_term = LongTermMemory(store=store, embedder=HashingEmbedder(256), user_id="alice")
-        return MemoryManager.from_parts(
-            user_id="alice",
-            session_id=session_id,
-            sessions=sessions,
-            long_term=long_term,
-            llm=llm,  # type: ignore[arg-type]
-            on_close=[store.close, sessions.close],  # closed like MemoryManager.open's
-            **kw,  # type: ignore[arg-type]
-        )
+        return edge_manager(self.root, session_id=session_id, dimension=256, llm=llm, **kw)
 
 
 @pytest.fixture
