@@ -191,7 +191,7 @@ def test_cli_stats_opens_the_store_without_tier_or_model(tmp_path: Path) -> None
         "agentmem.long_term.memory",
         "agentmem.long_term.episodic",
         "agentmem.controller",
-        "agentmem._cli_commands",
+        "agentmem.cli.commands",
         "agentmem.tokens",
         "tiktoken",
         "torch",
