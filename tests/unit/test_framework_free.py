@@ -29,7 +29,6 @@ FRAMEWORK_MODULES = ("langchain", "langgraph", "llama_index")
 FRAMEWORK_DISTRIBUTIONS = ("langchain", "langgraph", "llama-index", "llamaindex")
 
 
-
 def _normalize(requirement: str) -> str:
     match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
     assert match is not None, requirement
