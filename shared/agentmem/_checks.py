@@ -26,7 +26,22 @@ Example:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from agentmem.errors import AgentMemError, ConfigurationError
+
+if TYPE_CHECKING:
+    from typing_extensions import TypedDict, Unpack
+
+    class IntOptions(TypedDict, total=False):
+        """The keyword options of :func:`check_int`."""
+
+        minimum: int
+        maximum: int | None
+        error: type[AgentMemError]
+        expected: str | None
+        hint: str
+
 
 __all__ = ["check_int", "check_non_negative_int", "check_optional_int", "check_positive_int"]
 
@@ -60,22 +75,9 @@ def check_int(
     return value
 
 
-def check_optional_int(
-    value: object,
-    name: str,
-    *,
-    minimum: int = 1,
-    maximum: int | None = None,
-    error: type[AgentMemError] = ConfigurationError,
-    expected: str | None = None,
-    hint: str = "",
-) -> int | None:
-    """``None``, or what :func:`check_int` accepts."""
-    if value is None:
-        return None
-    return check_int(
-        value, name, minimum=minimum, maximum=maximum, error=error, expected=expected, hint=hint
-    )
+def check_optional_int(value: object, name: str, **options: Unpack[IntOptions]) -> int | None:
+    """``None``, or what :func:`check_int` accepts (with the same options)."""
+    return None if value is None else check_int(value, name, **options)
 
 
 def check_positive_int(value: object, name: str, *, hint: str = "") -> int:
