@@ -14,7 +14,7 @@ Example:
 from typing import TYPE_CHECKING
 
 from agentmem import errors
-from agentmem._lazy import lazy_exports
+from agentmem._util.lazy import lazy_exports
 from agentmem.errors import *
 
 if TYPE_CHECKING:  # the static names, for type checkers and IDEs

@@ -25,7 +25,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from agentmem._checks import check_int
+from agentmem._util.checks import check_int
 from agentmem.errors import InvalidValueError
 from agentmem.types import Message
 

@@ -36,8 +36,8 @@ from typing import TYPE_CHECKING, TypeVar
 
 from typing_extensions import Never, Unpack
 
-from agentmem._delegate import ReadOnlyDelegate
 from agentmem._sansio import offload
+from agentmem._util.delegate import ReadOnlyDelegate
 from agentmem.backends import DEFAULT_COLLECTION, BackendConfig, acquire_stores
 from agentmem.controller.builder import ManagerBuilder
 from agentmem.controller.config import ManagerConfig, ManagerSettings

@@ -1,4 +1,4 @@
-"""Integer arguments across the package go through one check (``agentmem._checks``): a
+"""Integer arguments across the package go through one check (``agentmem._util.checks``): a
 ``bool``, a float or a number out of range is refused with the error type and the message
 each entry point has always given."""
 

@@ -52,7 +52,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
-from agentmem._lazy import load_module
+from agentmem._util.lazy import load_module
 from agentmem.errors import AgentMemError, StoreLockedError
 
 __all__ = ["main"]

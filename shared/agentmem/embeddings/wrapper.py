@@ -21,7 +21,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
-from agentmem._checks import check_optional_int
+from agentmem._util.checks import check_optional_int
 from agentmem.embeddings.base import check_dimension, validate_text, validate_texts
 from agentmem.errors import ConfigurationError
 

@@ -34,7 +34,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
-from agentmem._checks import check_int
+from agentmem._util.checks import check_int
 from agentmem.errors import AgentMemError, ConfigurationError, StoreClosedError
 from agentmem.inspector._markup import tag
 from agentmem.inspector.pages import Page, PageError, Pages, Redirect, layout

@@ -36,9 +36,9 @@ from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
 
-from agentmem._async import run_in_executor
-from agentmem._checks import check_int
 from agentmem._sansio import Program, adrive, call, drive
+from agentmem._util.checks import check_int
+from agentmem._util.executor import run_in_executor
 from agentmem.errors import ConfigurationError, InvalidMessageError, LLMOutputError
 
 __all__ = [

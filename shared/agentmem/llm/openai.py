@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from pydantic import BaseModel
 
-from agentmem._checks import check_optional_int
-from agentmem._openai_common import OpenAIClientOwner, check_number
 from agentmem._sansio import Program, async_twin, twin
+from agentmem._util.checks import check_optional_int
+from agentmem._util.openai_common import OpenAIClientOwner, check_number
 from agentmem.errors import LLMResponseError
 from agentmem.llm.base import _as_dicts, complete_json_program
 

@@ -11,9 +11,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agentmem._checks import check_int
-from agentmem._identifiers import check_identifier
-from agentmem._pydantic import describe
+from agentmem._util.checks import check_int
+from agentmem._util.identifiers import check_identifier
+from agentmem._util.pydantic_errors import describe
 from agentmem.errors import ConfigurationError, InvalidValueError
 from agentmem.long_term.ranking import SearchMode
 from agentmem.long_term.records import MEMORY_TYPES, MemoryRecord, RecordFilter, Scope

@@ -15,9 +15,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agentmem._checks import check_int
-from agentmem._pydantic import describe
 from agentmem._sansio import Program, async_twin, twin
+from agentmem._util.checks import check_int
+from agentmem._util.pydantic_errors import describe
 from agentmem.errors import InvalidValueError
 from agentmem.long_term._view import MemoryView
 from agentmem.long_term.records import MemoryRecord, RecordFilter, Relation

@@ -27,8 +27,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agentmem._checks import check_optional_int
 from agentmem._sansio import Program, async_twin, call, twin
+from agentmem._util.checks import check_optional_int
 from agentmem.errors import ConfigurationError
 from agentmem.short_term._log import Unit, _LogMirror
 from agentmem.short_term.view import ShortTermView

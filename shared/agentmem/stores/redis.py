@@ -76,9 +76,9 @@ from redis.backoff import ExponentialWithJitterBackoff, NoBackoff
 from redis.exceptions import NoScriptError, RedisClusterException
 from redis.retry import Retry
 
-from agentmem._async import run_in_executor
-from agentmem._checks import check_int
 from agentmem._sansio import Program, Request, async_twin, call, twin
+from agentmem._util.checks import check_int
+from agentmem._util.executor import run_in_executor
 from agentmem.errors import ConfigurationError, StoreClosedError, StoreUnavailableError
 from agentmem.stores._redis_support import (
     APPEND,

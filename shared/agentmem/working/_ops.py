@@ -20,7 +20,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TypeVar
 
-from agentmem._checks import check_int
+from agentmem._util.checks import check_int
 from agentmem.errors import InvalidValueError
 from agentmem.working import _validate as v
 from agentmem.working.models import Hypothesis, ScratchpadEntry, Task, Variable, WorkingState

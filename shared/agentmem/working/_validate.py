@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from agentmem._checks import check_optional_int, check_positive_int
+from agentmem._util.checks import check_optional_int, check_positive_int
 from agentmem.errors import ConfigurationError, InvalidValueError
 from agentmem.storable import check_nonblank_text, json_text
 from agentmem.working.models import TASK_STATUSES

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from agentmem._checks import check_int
+from agentmem._util.checks import check_int
 from agentmem.errors import ConfigurationError
 
 __all__ = [

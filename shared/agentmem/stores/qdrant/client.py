@@ -29,8 +29,8 @@ from typing import Any, TypeVar, cast
 from qdrant_client import AsyncQdrantClient, QdrantClient
 from qdrant_client import models as m
 
-from agentmem._checks import check_int
 from agentmem._sansio import Program, call
+from agentmem._util.checks import check_int
 from agentmem.errors import ConfigurationError
 from agentmem.long_term.store import DENSE_VECTOR, SPARSE_VECTOR
 from agentmem.stores.qdrant import _common as qc

@@ -62,9 +62,9 @@ from typing import IO, Any, TypeVar
 
 import qdrant_edge as qe
 
-from agentmem._checks import check_int
-from agentmem._file_copy import copy_tree
 from agentmem._sansio import Program, blocking
+from agentmem._util.checks import check_int
+from agentmem._util.file_copy import copy_tree
 from agentmem.errors import (
     ConfigurationError,
     StoreClosedError,

@@ -16,9 +16,9 @@ from collections.abc import Callable, Iterable, Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from agentmem._async import run_in_executor
-from agentmem._checks import check_int
 from agentmem._sansio import Program, async_twin, blocking, call, twin
+from agentmem._util.checks import check_int
+from agentmem._util.executor import run_in_executor
 from agentmem.errors import (
     ConfigurationError,
     LLMConnectionError,

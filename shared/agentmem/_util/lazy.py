@@ -6,7 +6,7 @@ program that needs one class does not pay for numpy, the pydantic models or the 
 package uses it like this::
 
     from typing import TYPE_CHECKING
-    from agentmem._lazy import lazy_exports
+    from agentmem._util.lazy import lazy_exports
 
     if TYPE_CHECKING:  # the static names, for type checkers and IDEs
         from agentmem.long_term.records import MemoryRecord, Scope
