@@ -127,7 +127,7 @@ def test_star_import_gives_every_public_name() -> None:
 def test_import_agentmem_loads_the_error_hierarchy_only() -> None:
     loaded = _loaded("import agentmem")
     ours = {m for m in loaded if m.split(".")[0] == "agentmem"}
-    assert ours == {"agentmem", "agentmem._util.lazy", "agentmem.errors"}
+    assert ours == {"agentmem", "agentmem._util", "agentmem._util.lazy", "agentmem.errors"}
     assert not {"numpy", "pydantic", "asyncio", "tiktoken"} & set(loaded)
 
 
@@ -145,7 +145,13 @@ def test_cli_help_imports_argparse_and_the_parser_only() -> None:
     )
     loaded = _loaded(code)
     ours = {m for m in loaded if m.split(".")[0] == "agentmem"}
-    assert ours <= {"agentmem", "agentmem._util.lazy", "agentmem.cli", "agentmem.errors"}
+    assert ours <= {
+        "agentmem",
+        "agentmem._util",
+        "agentmem._util.lazy",
+        "agentmem.cli",
+        "agentmem.errors",
+    }
     assert "argparse" in loaded
     assert not {"logging", "numpy", "pydantic", "asyncio", "json"} & set(loaded)
 
