@@ -9,6 +9,8 @@
   ``if TYPE_CHECKING:`` excluded), and deferred (function-level) imports of core modules.
 * **private imports** by the adapter packages: a core module or a name starting with ``_``.
 * **frameworks** imported by ``import agentmem``.
+* **top-level modules**: the modules directly under ``agentmem/`` (the layout map in
+  ``docs/internals/layout.md`` lists them; at most 15).
 
 Run: ``python bench/architecture.py`` (``--json`` for machine-readable output).
 """
@@ -212,6 +214,11 @@ def frameworks_on_import() -> list[str]:
     return [line for line in out.splitlines() if line]
 
 
+def top_level_modules() -> list[str]:
+    """The modules directly under ``agentmem/`` (``__init__.py`` included)."""
+    return sorted(p.name for p in CORE.glob("*.py"))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true")
@@ -233,6 +240,7 @@ def main() -> None:
         "deferred_core_imports": {k: sorted(v) for k, v in sorted(deferred.items())},
         "adapter_private_imports": private,
         "frameworks_imported_by_import_agentmem": frameworks,
+        "top_level_modules": top_level_modules(),
     }
     if args.json:
         print(json.dumps(result, indent=2))
@@ -254,6 +262,7 @@ def main() -> None:
     for line in private:
         print("  " + line)
     print(f"frameworks imported by `import agentmem`: {frameworks or 'none'}")
+    print(f"modules directly under agentmem/: {len(result['top_level_modules'])}")
 
 
 if __name__ == "__main__":

@@ -89,7 +89,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from agentmem import MemoryService
-    from agentmem._file_copy import copy_tree
+    from agentmem._util.file_copy import copy_tree
     from agentmem.backup import restore
     from agentmem.stores.qdrant import _edge_manifest as manifests
     from agentmem.stores.qdrant._edge_index import current_generation

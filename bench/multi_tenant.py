@@ -198,7 +198,13 @@ def run_mode(args: argparse.Namespace, mode: str) -> list[dict[str, Any]]:
         drive(warm, users, range(1), mode, args.threads, "warm")
         service.wait_for_consolidation()
         systems = [("baseline (no memory)", "base", None), *SYSTEMS]
-        agents = {tag: build(service, with_memory=tag != "base") for _, tag, _ in systems}
+        # Each system's handles are built with its threshold: a copy of the service over
+        # the same stores and consolidation workers.
+        views = {
+            tag: service.with_settings(consolidate_every_tokens=threshold or default_threshold)
+            for _, tag, threshold in systems
+        }
+        agents = {tag: build(views[tag], with_memory=tag != "base") for _, tag, _ in systems}
         wall = dict.fromkeys(agents, 0.0)
         drain = dict.fromkeys(agents, 0.0)
         # Round by round (one turn of every user), the systems take turns, in a rotating
@@ -208,9 +214,7 @@ def run_mode(args: argparse.Namespace, mode: str) -> list[dict[str, Any]]:
         for turn in range(args.turns):
             log(f"{mode}: round {turn + 1} of {args.turns}")
             shift = turn % len(systems)
-            for _, tag, threshold in systems[shift:] + systems[:shift]:
-                # This system's handles are built (on its first round) with its threshold.
-                service.consolidate_every_tokens = threshold or default_threshold
+            for _, tag, _ in systems[shift:] + systems[:shift]:
                 agent = agents[tag][0]
                 wall[tag] += drive(agent, users, range(turn, turn + 1), mode, args.threads, tag)
                 start = time.perf_counter()
@@ -222,7 +226,7 @@ def run_mode(args: argparse.Namespace, mode: str) -> list[dict[str, Any]]:
         for system, tag, _ in SYSTEMS:
             _, timings, seen = agents[tag]
             row = row_of(mode, system, timings, wall[tag], base_timings, args)
-            row |= {"drain s": drain[tag], **check(service, users, args.turns, seen, tag)}
+            row |= {"drain s": drain[tag], **check(views[tag], users, args.turns, seen, tag)}
             rows.append(row)
     return rows
 

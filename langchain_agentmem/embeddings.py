@@ -1,9 +1,7 @@
 """Any LangChain ``Embeddings`` as an agentmem embedder (extra ``[langchain]``).
 
 :class:`LangChainEmbedder` moved here from ``agentmem.embeddings`` so that the core package
-imports no framework; the old paths (``agentmem.LangChainEmbedder``,
-``agentmem.embeddings.LangChainEmbedder``, ``agentmem.embeddings.adapters``) still work
-until agentmem 0.3, with a ``DeprecationWarning``.
+imports no framework (the old paths in agentmem are gone: see CHANGELOG.md).
 
 Async methods call the model's own async methods. When no ``dimension`` is given it is
 learnt from the first vectors returned, or probed once by embedding a short text. Every

@@ -1,9 +1,7 @@
 """Any LlamaIndex ``BaseEmbedding`` as an agentmem embedder (extra ``[llamaindex]``).
 
 :class:`LlamaIndexEmbedder` moved here from ``agentmem.embeddings`` so that the core package
-imports no framework; the old paths (``agentmem.LlamaIndexEmbedder``,
-``agentmem.embeddings.LlamaIndexEmbedder``, ``agentmem.embeddings.adapters``) still work
-until agentmem 0.3, with a ``DeprecationWarning``.
+imports no framework (the old paths in agentmem are gone: see CHANGELOG.md).
 
 Async methods call the model's own async methods. When no ``dimension`` is given it is
 learnt from the first vectors returned, or probed once by embedding a short text. Every

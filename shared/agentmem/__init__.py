@@ -11,12 +11,10 @@ Example:
     [{'role': 'user', 'content': 'I only write Python, tabs not spaces'}]
 """
 
-from functools import partial
 from typing import TYPE_CHECKING
 
 from agentmem import errors
-from agentmem._lazy import lazy_exports
-from agentmem.embeddings.adapters import warn_moved
+from agentmem._util.lazy import lazy_exports
 from agentmem.errors import *
 
 if TYPE_CHECKING:  # the static names, for type checkers and IDEs
@@ -138,10 +136,4 @@ _EXPORTS = {  # each name -> the module the TYPE_CHECKING block imports it from
     "complete_json": "agentmem.llm",
     "default_embedder": "agentmem.embeddings",
 }
-__getattr__, __dir__ = lazy_exports(
-    __name__,
-    _EXPORTS,
-    # LangChainEmbedder / LlamaIndexEmbedder moved to langchain_agentmem /
-    # llamaindex_agentmem; the old names warn and import them lazily until agentmem 0.3.
-    fallback=partial(warn_moved, __name__),
-)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -13,7 +13,7 @@ Requests:
   ``store.aupsert`` (mypy checks that both take the arguments given and return one type);
 * :func:`blocking` — a blocking function; the async driver runs it in the default thread
   pool (for in-process engines such as SQLite and Qdrant Edge);
-* :func:`locked` — a sub-program under a process-wide keyed lock (:mod:`agentmem._locks`),
+* :func:`locked` — a sub-program under a process-wide keyed lock (:mod:`agentmem._util.locks`),
   taken without blocking the event loop in async mode.
 
 Programs compose with ``yield from``: a tier's program runs a store's, a controller's runs a
@@ -55,8 +55,8 @@ import types
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Hashable
 from typing import Any, Concatenate, Generic, ParamSpec, TypeAlias, TypeVar, overload
 
-from agentmem._async import run_in_executor
-from agentmem._locks import holding, keyed_lock
+from agentmem._util.executor import run_in_executor
+from agentmem._util.locks import holding, keyed_lock
 from agentmem.errors import BlockingCallError
 
 __all__ = [

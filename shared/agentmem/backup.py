@@ -50,7 +50,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from agentmem._file_copy import copy_tree, fsync_tree
+from agentmem._util.file_copy import copy_tree, fsync_tree
 from agentmem.errors import ConfigurationError, StoreCorruptedError, StoreLockedError
 from agentmem.stores.qdrant._edge_manifest import block_digest
 from agentmem.stores.qdrant.edge import LOCK_FILE, QdrantEdgeStore

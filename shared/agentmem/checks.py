@@ -15,6 +15,6 @@ Example:
 
 from __future__ import annotations
 
-from agentmem._checks import check_non_negative_int, check_positive_int
+from agentmem._util.checks import check_non_negative_int, check_positive_int
 
 __all__ = ["check_non_negative_int", "check_positive_int"]

@@ -8,6 +8,8 @@ also from the builtin it refines, so ``except ValueError`` keeps working::
     │   ├── InvalidSessionIdError             session id empty, too long or with bad characters
     │   │   └── SessionOwnershipError         the session belongs to another user (or agent)
     │   ├── DimensionMismatchError            embedder dimension differs from the collection's
+    │   ├── ReadOnlySettingError (AttributeError)
+    │   │                                     a setting fixed at open was assigned
     │   ├── TokenizerUnavailableError (RuntimeError)
     │   │                                     no tiktoken encoding could be loaded
     │   └── ContextBudgetError                what a prompt must send (system prompt, tools,
@@ -57,6 +59,7 @@ __all__ = [
     "LLMResponseError",
     "LLMTimeoutError",
     "MemoryNotFoundError",
+    "ReadOnlySettingError",
     "SessionOwnershipError",
     "StoreClosedError",
     "StoreConflictError",
@@ -95,6 +98,22 @@ class SessionOwnershipError(InvalidSessionIdError):
 
 class DimensionMismatchError(ConfigurationError):
     """The embedder's vector size differs from the one the collection was created with."""
+
+
+class ReadOnlySettingError(ConfigurationError, AttributeError):
+    """A setting that is fixed once its object is open was assigned (``service.model =
+    ...``): what it configures (token counters, handles, stores) was built from it, so a
+    new value would reach some handles and not others. The message says how to change it:
+    open a new object with the setting, or take a copy with it changed
+    (:meth:`MemoryService.with_settings <agentmem.MemoryService.with_settings>`).
+
+    Example:
+        >>> from agentmem.errors import ConfigurationError, ReadOnlySettingError
+        >>> issubclass(ReadOnlySettingError, ConfigurationError), issubclass(
+        ...     ReadOnlySettingError, AttributeError
+        ... )
+        (True, True)
+    """
 
 
 class TokenizerUnavailableError(ConfigurationError, RuntimeError):

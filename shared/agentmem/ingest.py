@@ -25,6 +25,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from agentmem._util.checks import check_int
 from agentmem.errors import InvalidValueError
 from agentmem.types import Message
 
@@ -271,9 +272,8 @@ def store_in_batches(
         >>> store_in_batches(memory, records, progress=bar.advance)  # doctest: +SKIP
         2760
     """
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        msg = f"batch_size must be a positive integer, got {batch_size!r}"
-        raise InvalidValueError(msg)
+    expected = "must be a positive integer"
+    check_int(batch_size, "batch_size", error=InvalidValueError, expected=expected)
     ordered = sorted(records, key=lambda r: len(r.content))
     for batch in _batches(ordered, batch_size):
         memory.store_records(batch)

@@ -24,18 +24,20 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import logging
 import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, TypeVar
 
-from typing_extensions import Unpack
+from typing_extensions import Never, Unpack
 
-from agentmem._delegate import Delegate
 from agentmem._sansio import offload
+from agentmem._util.delegate import ReadOnlyDelegate
 from agentmem.backends import DEFAULT_COLLECTION, BackendConfig, acquire_stores
 from agentmem.controller.builder import ManagerBuilder
 from agentmem.controller.config import ManagerConfig, ManagerSettings
@@ -48,6 +50,7 @@ from agentmem.errors import (
     ConfigurationError,
     InvalidSessionIdError,
     InvalidValueError,
+    ReadOnlySettingError,
     StoreClosedError,
 )
 from agentmem.inspector.recent import RecentContexts
@@ -62,33 +65,61 @@ if TYPE_CHECKING:
     from agentmem.backup import BackupReport
     from agentmem.inspector.server import InspectorServer
 
-__all__ = ["MemoryService", "ServiceSettings"]
+__all__ = ["HandleSettings", "MemoryService", "ServiceSettings"]
 
 T = TypeVar("T")
 
 logger = logging.getLogger(__name__)
 
 
-class _Setting(Delegate[T]):
-    """An attribute of :class:`MemoryService` kept in its :class:`ManagerConfig`: setting it
-    changes the config the next handles are built with."""
+class _Fixed(ReadOnlyDelegate[T]):
+    """An attribute of an open :class:`MemoryService`, fixed when it opens: its handles are
+    built with it, so assigning it raises :class:`ReadOnlySettingError`, saying how to
+    change it (a copy by :meth:`MemoryService.with_settings`, or another service)."""
 
-    def __init__(self) -> None:
-        super().__init__("config")
+    def __set__(self, obj: object, value: Never) -> None:
+        if self.holder == "config":
+            how = f"service.with_settings({self.name}=...) (a copy over the same stores)"
+        else:
+            how = f"a MemoryService opened with {self.name}=..."
+        msg = (
+            f"MemoryService.{self.name} is fixed once the service is open (every handle is "
+            f"built with it); to use another value, take {how}"
+        )
+        raise ReadOnlySettingError(msg)
 
-    def __set__(self, obj: MemoryService, value: T) -> None:  # type: ignore[override]
-        obj.config = obj.config.replace(**{self.name: value})
-        obj._builder.config = obj.config
+
+@dataclass(frozen=True)
+class _Shared:
+    """What a service shares with its :meth:`~MemoryService.with_settings` copies."""
+
+    owner: MemoryService
+    sessions: SessionStore
+    memory_store: MemoryStore
+    embedder: Embedder
+    llm: ChatModel | None
+    consolidation: ConsolidationQueue
+    recent_contexts: RecentContexts
 
 
-class ServiceSettings(ManagerSettings, total=False):
-    """The keyword settings of :class:`MemoryService` and :meth:`MemoryService.open`: the
-    :class:`~agentmem.controller.config.ManagerSettings` every handle is built with (with
-    their defaults: every turn is consolidated in the service's worker pool, never in the
-    caller), and the ones below.
+class HandleSettings(ManagerSettings, total=False):
+    """How a service builds its handles: the
+    :class:`~agentmem.controller.config.ManagerSettings` and ``ranking`` (what
+    :meth:`MemoryService.with_settings` may change).
 
     Attributes:
         ranking: How long-term search ranks results (``None``: the default ranking).
+    """
+
+    ranking: RankingConfig | None
+
+
+class ServiceSettings(HandleSettings, total=False):
+    """The keyword settings of :class:`MemoryService` and :meth:`MemoryService.open`: the
+    :class:`HandleSettings` every handle is built with (with their defaults: every turn is
+    consolidated in the service's worker pool, never in the caller), and the ones below.
+
+    Attributes:
         workers: Consolidation worker threads (default 1).
         max_pending: Sessions that may wait for consolidation at once (default 1024; see
             :mod:`agentmem.controller.scheduler` for what happens beyond).
@@ -96,7 +127,6 @@ class ServiceSettings(ManagerSettings, total=False):
             older ones are rebuilt on next use.
     """
 
-    ranking: RankingConfig | None
     workers: int
     max_pending: int
     max_handles: int
@@ -106,6 +136,9 @@ class MemoryService:
     """The process-level memory of an agent server (see the module docstring).
 
     Thread-safe and asyncio-safe: handles may be taken and used from any thread or task.
+    Its parts and settings are fixed once it is open (assigning one raises
+    :class:`~agentmem.errors.ReadOnlySettingError`); :meth:`with_settings` gives a copy
+    over the same stores whose handles are built with other settings.
 
     Args:
         sessions: The session store (conversations, summaries, working memory).
@@ -130,36 +163,53 @@ class MemoryService:
         check_store_dimension(
             embedder.dimension, memory_store.dimension, otherwise="another home / collection"
         )
-        self.sessions = sessions
-        self.memory_store = memory_store
-        self.embedder = embedder
-        self.llm = llm
         workers = settings.pop("workers", 1)
         max_pending = settings.pop("max_pending", 1024)
         self._max_handles = settings.pop("max_handles", 1024)
         ranking = settings.pop("ranking", None)
         handles: ManagerSettings = settings  # what is left is how each handle is built
-        self.config = ManagerConfig(ranking=ranking, **handles)
-        """What every handle is built with (model, budgets, threshold, clock, ranking...)."""
-        self.consolidation = ConsolidationQueue(workers=workers, max_pending=max_pending)
+        queue = ConsolidationQueue(workers=workers, max_pending=max_pending)
+        self._shared = _Shared(self, sessions, memory_store, embedder, llm, queue, RecentContexts())
+        self._on_close = list(on_close)
+        self._start(ManagerConfig(ranking=ranking, **handles))
+
+    def _start(self, config: ManagerConfig, token_counter: TokenCounter | None = None) -> None:
+        """Build handles with ``config`` from now on (a new service, or a copy)."""
+        shared = self._shared
         self._builder = ManagerBuilder(
-            self.config, sessions=sessions, llm=llm, queue=self.consolidation
+            config,
+            sessions=shared.sessions,
+            llm=shared.llm,
+            token_counter=token_counter,
+            queue=shared.consolidation,
         )
         self._handles: OrderedDict[tuple[str, str, str | None], MemoryManager] = OrderedDict()
         self._lock = threading.Lock()
         self._closed = False
-        self._on_close = list(on_close)
-        self.recent_contexts = RecentContexts()
-        """The last contexts the handles built (what the inspector's contexts page shows)."""
 
-    # What every handle is built with, read from (and, when set, written to) ``config``.
-    model: _Setting[str] = _Setting()
-    max_short_term_tokens: _Setting[int] = _Setting()
-    consolidate_every_tokens: _Setting[int | None] = _Setting()
-    background: _Setting[bool] = _Setting()
-    clock: _Setting[Callable[[], datetime] | None] = _Setting()
-    system_prompt: _Setting[str | None] = _Setting()
-    ranking: _Setting[RankingConfig | None] = _Setting()
+    # The parts every handle shares, fixed at open.
+    sessions: _Fixed[SessionStore] = _Fixed("_shared", doc="The session store.")
+    memory_store: _Fixed[MemoryStore] = _Fixed("_shared", doc="The long-term store.")
+    embedder: _Fixed[Embedder] = _Fixed("_shared", doc="The dense embedder of every user.")
+    llm: _Fixed[ChatModel | None] = _Fixed("_shared", doc="The chat model (or ``None``).")
+    consolidation: _Fixed[ConsolidationQueue] = _Fixed(
+        "_shared", doc="The consolidation worker pool."
+    )
+    recent_contexts: _Fixed[RecentContexts] = _Fixed(
+        "_shared",
+        doc="The last contexts the handles built (what the inspector's contexts page shows).",
+    )
+    config: _Fixed[ManagerConfig] = _Fixed(
+        "_builder", doc="What every handle is built with (model, budgets, threshold, ...)."
+    )
+    # What every handle is built with, read from ``config`` (see :meth:`with_settings`).
+    model: _Fixed[str] = _Fixed("config")
+    max_short_term_tokens: _Fixed[int] = _Fixed("config")
+    consolidate_every_tokens: _Fixed[int | None] = _Fixed("config")
+    background: _Fixed[bool] = _Fixed("config")
+    clock: _Fixed[Callable[[], datetime] | None] = _Fixed("config")
+    system_prompt: _Fixed[str | None] = _Fixed("config")
+    ranking: _Fixed[RankingConfig | None] = _Fixed("config")
 
     @property
     def token_counter(self) -> TokenCounter:
@@ -225,6 +275,43 @@ class MemoryService:
             raise
         service.resume_consolidation()
         return service
+
+    def with_settings(self, **settings: Unpack[HandleSettings]) -> MemoryService:
+        """A copy of this service whose handles are built with ``settings`` changed.
+
+        The copy shares this service's stores, embedder, LLM and consolidation workers, and
+        keeps handles of its own; it is usable while this service is open. Closing it
+        drops its handles only. The settings of an open service never change in place
+        (``service.model = ...`` raises :class:`~agentmem.errors.ReadOnlySettingError`):
+        handles and token counters built with the old value would keep it.
+
+        Args:
+            **settings: Any of :class:`HandleSettings` (``model``, ``max_short_term_tokens``,
+                ``consolidate_every_tokens``, ``background``, ``clock``, ``system_prompt``,
+                ``ranking``); the others keep this service's values.
+
+        Raises:
+            ConfigurationError: A setting that is not one of :class:`HandleSettings`
+                (``workers``, ``max_pending`` and ``max_handles`` belong to the service).
+            StoreClosedError: The service was closed.
+
+        Example:
+            >>> quiet = service.with_settings(consolidate_every_tokens=None)  # doctest: +SKIP
+            >>> quiet.manager("alice", "alice-chat-2").consolidate_every_tokens  # doctest: +SKIP
+            >>> service.consolidate_every_tokens  # doctest: +SKIP
+            1
+        """
+        self._check_open()
+        unknown = sorted(set(settings) - set(HandleSettings.__annotations__))
+        if unknown:
+            allowed = ", ".join(sorted(HandleSettings.__annotations__))
+            msg = f"with_settings takes {allowed}; not {', '.join(unknown)}"
+            raise ConfigurationError(msg)
+        config = self.config.replace(**settings)
+        same_model = config.model == self.config.model
+        copied = copy.copy(self)
+        copied._start(config, token_counter=self.token_counter if same_model else None)
+        return copied
 
     # -- handles ---------------------------------------------------------------------------
 
@@ -349,7 +436,7 @@ class MemoryService:
         from agentmem.inspector.server import InspectorServer
 
         server = InspectorServer(self, host=host, port=port, allow_edits=allow_edits)
-        self._on_close.insert(0, server.stop)  # before the stores are released
+        self._shared.owner._on_close.insert(0, server.stop)  # before the stores are released
         return server
 
     # -- waiting for consolidation ---------------------------------------------------------
@@ -412,7 +499,7 @@ class MemoryService:
         """The jobs of the sessions left over their threshold (scanned lazily, in the
         feeding thread)."""
         for session_id in self.sessions.sessions():
-            if self._closed:
+            if self.closed:
                 return
             try:
                 found = self.sessions.get_owner(session_id)
@@ -475,25 +562,29 @@ class MemoryService:
     # -- lifecycle -------------------------------------------------------------------------
 
     def _check_open(self) -> None:
-        if self._closed:
+        if self.closed:
             msg = "the MemoryService is closed; open a new one"
             raise StoreClosedError(msg)
 
     @property
     def closed(self) -> bool:
-        """Whether :meth:`close` was called."""
-        return self._closed
+        """Whether :meth:`close` was called (on this service or, for a copy made by
+        :meth:`with_settings`, on the service it copies)."""
+        return self._closed or self._shared.owner._closed
 
     def close(self) -> None:
         """Finish queued and running consolidations, then release the stores (idempotent).
 
         Stores shared with managers opened elsewhere on the same home stay open for them.
+        A copy made by :meth:`with_settings` drops its handles only.
         """
         with self._lock:
             if self._closed:
                 return
             self._closed = True
             self._handles.clear()
+        if self._shared.owner is not self:
+            return
         self.consolidation.close(wait=True)
         on_close, self._on_close = self._on_close, []
         for release in on_close:
@@ -515,7 +606,7 @@ class MemoryService:
         await self.aclose()
 
     def __repr__(self) -> str:
-        state = "closed" if self._closed else "open"
+        state = "closed" if self.closed else "open"
         return (
             f"MemoryService(sessions={type(self.sessions).__name__}, "
             f"memories={type(self.memory_store).__name__}, model={self.model!r}, {state})"

@@ -23,7 +23,7 @@ immutable), so a view over a long history never re-tokenizes it.
 Offline: agentmem ships tiktoken's ``cl100k_base`` and ``o200k_base`` BPE files as package
 data (sha256-checked against tiktoken's own pins, loaded with tiktoken's own parameters), so
 counting needs no network, no ``TIKTOKEN_CACHE_DIR`` and no framework; other encodings go
-through tiktoken's cache or download (see :mod:`agentmem._encodings`).
+through tiktoken's cache or download (see :mod:`agentmem._util.encodings`).
 
 Example:
     >>> from agentmem import TokenCounter
@@ -44,7 +44,7 @@ from typing import Any
 
 import tiktoken
 
-from agentmem._encodings import load_encoding
+from agentmem._util.encodings import load_encoding
 from agentmem.errors import ConfigurationError
 from agentmem.types import MessageLike, to_message
 

@@ -30,7 +30,7 @@ from pydantic import (
     model_validator,
 )
 
-from agentmem._pydantic import describe
+from agentmem._util.pydantic_errors import describe
 from agentmem.errors import InvalidMessageError
 from agentmem.storable import json_problem, json_text, text_problem
 

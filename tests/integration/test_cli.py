@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from agentmem._cli_common import NO_LLM_STATUS
 from agentmem.cli import main
+from agentmem.cli.common import NO_LLM_STATUS
 from tests.processes import child_env, run_python
 
 pytestmark = pytest.mark.integration
@@ -53,7 +53,7 @@ LABELLED = [
 
 
 def check_demo_output_is_labelled(out: str) -> None:
-    from agentmem._cli_demo import SESSION_ONE
+    from agentmem.cli.demo import SESSION_ONE
 
     rounds = [" ".join(f"user: {u} assistant: {a}".split()) for u, a in SESSION_ONE]
     cut = 0

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from agentmem._cli_common import NO_LLM_STATUS
+from agentmem.cli.common import NO_LLM_STATUS
 from agentmem.embeddings import ALL_MINILM_L6_V2
 from agentmem.long_term import LongTermMemory
 from tests.fake_embedder import HashingEmbedder

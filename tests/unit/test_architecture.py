@@ -39,6 +39,15 @@ def test_adapters_import_only_public_core_names(arch: ModuleType) -> None:
     assert arch.private_adapter_imports() == []
 
 
+def test_at_most_15_modules_sit_directly_under_agentmem(arch: ModuleType) -> None:
+    top = arch.top_level_modules()
+    assert "__init__.py" in top
+    assert len(top) <= 15, top
+    # Each one is on the layout map, so the map shows the whole top level.
+    layout = (ROOT / "docs" / "internals" / "layout.md").read_text(encoding="utf-8")
+    assert [m for m in top if m != "__init__.py" and m not in layout] == []
+
+
 def test_importing_agentmem_imports_no_framework(arch: ModuleType) -> None:
     assert arch.frameworks_on_import() == []
 

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from agentmem import _cli_embedder
-from agentmem._cli_common import disk_usage, format_bytes
-from agentmem._cli_embedder import DeferredEmbedder
-from agentmem._cli_input import parse_chat_jsonl, parse_memory_jsonl, read_text
-from agentmem._cli_progress import ProgressBar, TransientStatus
+from agentmem.cli import embedder as _cli_embedder
+from agentmem.cli.common import disk_usage, format_bytes
+from agentmem.cli.embedder import DeferredEmbedder
+from agentmem.cli.input import parse_chat_jsonl, parse_memory_jsonl, read_text
+from agentmem.cli.progress import ProgressBar, TransientStatus
 from agentmem.errors import InvalidValueError
 
 
@@ -172,8 +172,8 @@ def test_library_warnings_become_one_line_on_stderr_during_a_command(
 ) -> None:
     import logging
 
-    from agentmem import _cli_stats
     from agentmem.cli import main
+    from agentmem.cli import stats as _cli_stats
 
     def stats(args: object, out: io.StringIO, err: io.StringIO) -> int:
         try:

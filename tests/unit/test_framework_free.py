@@ -4,8 +4,7 @@
   live in the ``langchain`` / ``langgraph`` / ``llamaindex`` extras);
 * ``import agentmem`` in a fresh interpreter loads no framework module, and works when no
   framework can be imported at all;
-* the embedder adapters live in the adapter packages; their old core paths still resolve,
-  with a ``DeprecationWarning`` naming the new path, until agentmem 0.3.
+* the embedder adapters live in the adapter packages, public there.
 
 Also a CI-friendly script: ``python tests/unit/test_framework_free.py`` prints the framework
 packages among the core dependencies and exits 1 if there are any.
@@ -13,7 +12,6 @@ packages among the core dependencies and exits 1 if there are any.
 
 from __future__ import annotations
 
-import importlib
 import json
 import re
 import subprocess
@@ -31,12 +29,6 @@ PYPROJECT = ROOT / "pyproject.toml"
 FRAMEWORK_MODULES = ("langchain", "langgraph", "llama_index")
 # Normalized (PEP 503) distribution-name prefixes of the frameworks.
 FRAMEWORK_DISTRIBUTIONS = ("langchain", "langgraph", "llama-index", "llamaindex")
-
-MOVED = {
-    "LangChainEmbedder": "langchain_agentmem",
-    "LlamaIndexEmbedder": "llamaindex_agentmem",
-}
-OLD_MODULES = ("agentmem", "agentmem.embeddings", "agentmem.embeddings.adapters")
 
 
 def _normalize(requirement: str) -> str:
@@ -100,7 +92,7 @@ def test_importing_agentmem_imports_no_framework() -> None:
     result = _run(
         f"""
         import json, sys
-        import agentmem, agentmem.embeddings, agentmem.embeddings.adapters, agentmem.tokens
+        import agentmem, agentmem.embeddings, agentmem.tokens
         prefixes = {FRAMEWORK_MODULES!r}
         print(json.dumps(sorted(m for m in sys.modules if m.startswith(prefixes))))
         """
@@ -125,47 +117,14 @@ def test_agentmem_works_when_no_framework_can_be_imported() -> None:
         memory = agentmem.ConversationBufferMemory(max_tokens=100)
         memory.add_message("user", "tabs, not spaces")
         print(memory.get_token_count() > 0, "LangChainEmbedder" in agentmem.__all__)
-        try:
-            agentmem.LangChainEmbedder
-        except ImportError as exc:
-            print("ImportError", "tiered-agentmem[langchain]" in str(exc))
         """
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["True", "False", "ImportError", "True"]
+    assert result.stdout.split() == ["True", "False"]
 
 
-# -- the moved embedder adapters ---------------------------------------------------------------
-
-
-@pytest.mark.parametrize("name", sorted(MOVED))
-@pytest.mark.parametrize("old", OLD_MODULES)
-def test_old_paths_warn_and_return_the_moved_class(old: str, name: str) -> None:
-    new_package = MOVED[name]
-    new = getattr(importlib.import_module(new_package), name)
-    module = importlib.import_module(old)
-    with pytest.warns(DeprecationWarning, match=rf"from {new_package} import {name}") as caught:
-        cls = getattr(module, name)
-    assert cls is new
-    assert cls.__module__ == f"{new_package}.embeddings"
-    # stacklevel=2: the warning points at the code that used the old path.
-    assert {Path(w.filename).resolve() for w in caught} == {Path(__file__).resolve()}
-    assert name not in getattr(module, "__all__", [])
-
-
-def test_from_import_of_an_old_path_still_works() -> None:
-    with pytest.warns(DeprecationWarning, match="langchain_agentmem"):
-        from agentmem import LangChainEmbedder
-    with pytest.warns(DeprecationWarning, match="llamaindex_agentmem"):
-        from agentmem.embeddings.adapters import LlamaIndexEmbedder
-    from langchain_agentmem import LangChainEmbedder as New
-    from llamaindex_agentmem import LlamaIndexEmbedder as NewLlama
-
-    assert LangChainEmbedder is New
-    assert LlamaIndexEmbedder is NewLlama
-
-
-def test_the_new_paths_are_public_and_silent() -> None:
+def test_the_adapters_are_public_in_their_packages_only() -> None:
+    import agentmem.embeddings
     import langchain_agentmem
     import llamaindex_agentmem
 
@@ -173,18 +132,13 @@ def test_the_new_paths_are_public_and_silent() -> None:
         warnings.simplefilter("error")
         assert "LangChainEmbedder" in langchain_agentmem.__all__
         assert "LlamaIndexEmbedder" in llamaindex_agentmem.__all__
-        assert langchain_agentmem.LangChainEmbedder.__name__ == "LangChainEmbedder"
-        assert llamaindex_agentmem.LlamaIndexEmbedder.__name__ == "LlamaIndexEmbedder"
-
-
-@pytest.mark.parametrize("old", OLD_MODULES)
-def test_unknown_names_are_still_attribute_errors(old: str) -> None:
-    module = importlib.import_module(old)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert not hasattr(module, "NoSuchEmbedder")
-        with pytest.raises(AttributeError, match="NoSuchEmbedder"):
-            getattr(module, "NoSuchEmbedder")  # noqa: B009
+        assert langchain_agentmem.LangChainEmbedder.__module__ == "langchain_agentmem.embeddings"
+        assert llamaindex_agentmem.LlamaIndexEmbedder.__module__ == (
+            "llamaindex_agentmem.embeddings"
+        )
+    for old in (agentmem, agentmem.embeddings):  # the old paths are gone (CHANGELOG.md)
+        assert not hasattr(old, "LangChainEmbedder")
+        assert not hasattr(old, "LlamaIndexEmbedder")
 
 
 if __name__ == "__main__":  # CI-friendly: python tests/unit/test_framework_free.py

@@ -96,18 +96,12 @@ def test_the_table_is___all___less_the_eager_names_in_its_order(name: str) -> No
 @pytest.mark.parametrize("name", sorted(LAZY))
 def test_the_static_names_are_the_lazy_ones(name: str) -> None:
     """What type checkers see (``if TYPE_CHECKING:``) is what the package serves at run
-    time: the table's names from the table's modules, each the same object, plus
-    deprecated names (not in ``__all__``) that resolve with a warning."""
-    from agentmem.embeddings.adapters import MOVED
-
+    time: the table's names from the table's modules, each the same object."""
     package = importlib.import_module(name)
     static = _static_imports(package)
-    deprecated = set(static) - set(package._EXPORTS)
-    assert deprecated <= set(MOVED)
-    assert not deprecated & set(package.__all__)
-    assert {n: m for n, m in static.items() if n not in deprecated} == package._EXPORTS
+    assert static == package._EXPORTS
     for export, module in static.items():
-        if export in deprecated or export in OPTIONAL:
+        if export in OPTIONAL:
             continue
         assert getattr(importlib.import_module(module), export) is getattr(package, export)
 
@@ -131,14 +125,7 @@ def test_star_import_gives_every_public_name() -> None:
 def test_import_agentmem_loads_the_error_hierarchy_only() -> None:
     loaded = _loaded("import agentmem")
     ours = {m for m in loaded if m.split(".")[0] == "agentmem"}
-    assert ours == {
-        "agentmem",
-        "agentmem._lazy",
-        "agentmem._moved",
-        "agentmem.embeddings",  # lazy itself: the moved adapters' old names live there
-        "agentmem.embeddings.adapters",
-        "agentmem.errors",
-    }
+    assert ours == {"agentmem", "agentmem._util", "agentmem._util.lazy", "agentmem.errors"}
     assert not {"numpy", "pydantic", "asyncio", "tiktoken"} & set(loaded)
 
 
@@ -158,11 +145,9 @@ def test_cli_help_imports_argparse_and_the_parser_only() -> None:
     ours = {m for m in loaded if m.split(".")[0] == "agentmem"}
     assert ours <= {
         "agentmem",
-        "agentmem._lazy",
-        "agentmem._moved",
+        "agentmem._util",
+        "agentmem._util.lazy",
         "agentmem.cli",
-        "agentmem.embeddings",
-        "agentmem.embeddings.adapters",
         "agentmem.errors",
     }
     assert "argparse" in loaded
@@ -189,7 +174,7 @@ def test_cli_stats_opens_the_store_without_tier_or_model(tmp_path: Path) -> None
         "agentmem.long_term.memory",
         "agentmem.long_term.episodic",
         "agentmem.controller",
-        "agentmem._cli_commands",
+        "agentmem.cli.commands",
         "agentmem.tokens",
         "tiktoken",
         "torch",

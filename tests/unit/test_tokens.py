@@ -19,8 +19,9 @@ import tiktoken
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentmem import Message, TokenCounter, TokenizerUnavailableError, _encodings
-from agentmem._encodings import load_encoding
+from agentmem import Message, TokenCounter, TokenizerUnavailableError
+from agentmem._util import encodings as _encodings
+from agentmem._util.encodings import load_encoding
 from agentmem.tokens import render_tools
 from tests.chatml import reference_count
 from tests.processes import run_python

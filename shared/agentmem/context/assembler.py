@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from agentmem._checks import check_positive_int
+from agentmem._util.checks import check_positive_int
 from agentmem.context.blocks import (
     Block,
     InstructionsBlock,

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agentmem._escape import escape_line, escape_markup
+from agentmem._util.escape import escape_line, escape_markup
 from agentmem.long_term.render import MEMORY_BLOCK_CLOSE, MEMORY_BLOCK_OPEN, render_memory_line
 from agentmem.short_term.summary import render_summary
 from agentmem.types import Message

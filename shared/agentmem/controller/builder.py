@@ -34,7 +34,7 @@ from agentmem.controller.consolidation import MemoryConsolidator
 from agentmem.controller.forgetting import ForgettingPolicy
 from agentmem.controller.ownership import SessionOwners
 from agentmem.controller.scheduler import ConsolidationQueue
-from agentmem.errors import ConfigurationError
+from agentmem.errors import ConfigurationError, ReadOnlySettingError
 from agentmem.long_term.memory import LongTermMemory
 from agentmem.short_term.summary import SummaryBufferMemory
 from agentmem.tokens import TokenCounter
@@ -87,6 +87,15 @@ class ManagerBuilder:
             token_counter if token_counter is not None else TokenCounter(config.model)
         )
         self.queue = queue
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name in ("config", "token_counter") and name in self.__dict__:
+            msg = (
+                f"ManagerBuilder.{name} is fixed once the builder is made (its token counter "
+                "counts for config.model); make another ManagerBuilder"
+            )
+            raise ReadOnlySettingError(msg)
+        super().__setattr__(name, value)
 
     @classmethod
     def open(

@@ -49,8 +49,8 @@ from pydantic import (
     model_validator,
 )
 
-from agentmem._identifiers import to_identifier
 from agentmem._sansio import Program, async_twin, call, twin
+from agentmem._util.identifiers import to_identifier
 from agentmem.controller.conflicts import ConflictDecision, ConflictResolver
 from agentmem.controller.ownership import (
     CONSOLIDATION_STATE_KEY,

@@ -39,7 +39,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from agentmem._sansio import Program, async_twin, call, twin
-from agentmem._text import shorten
+from agentmem._util.text import shorten
 from agentmem.errors import ConfigurationError
 from agentmem.long_term.records import MemoryRecord
 from agentmem.types import utcnow

@@ -28,8 +28,8 @@ from typing import Any
 
 from typing_extensions import Unpack
 
-from agentmem._delegate import Delegate, ReadOnlyDelegate
 from agentmem._sansio import Program, async_twin, blocking, call, twin
+from agentmem._util.delegate import Delegate, ReadOnlyDelegate
 from agentmem.context import (
     Block,
     BuiltContext,

@@ -57,8 +57,8 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from agentmem._checks import check_positive_int
 from agentmem._sansio import Program, async_twin, blocking, call, drive, locked, twin
+from agentmem._util.checks import check_positive_int
 from agentmem.errors import StoreClosedError
 from agentmem.types import Message
 

@@ -10,10 +10,8 @@
 Every name is imported on first use (PEP 562), and model packages only when the matching
 class is built. The framework adapters live with their framework:
 ``langchain_agentmem.LangChainEmbedder`` (any LangChain ``Embeddings``) and
-``llamaindex_agentmem.LlamaIndexEmbedder`` (any LlamaIndex ``BaseEmbedding``). Their old
-names here still resolve until agentmem 0.3, with a ``DeprecationWarning``, through a
-module ``__getattr__`` that imports them lazily, so ``import agentmem.embeddings`` imports
-no framework.
+``llamaindex_agentmem.LlamaIndexEmbedder`` (any LlamaIndex ``BaseEmbedding``), so
+``import agentmem.embeddings`` imports no framework.
 
 Example:
     >>> from agentmem.embeddings import default_embedder
@@ -24,11 +22,9 @@ Example:
 
 from __future__ import annotations
 
-from functools import partial
 from typing import TYPE_CHECKING
 
-from agentmem._lazy import lazy_exports
-from agentmem.embeddings.adapters import warn_moved
+from agentmem._util.lazy import lazy_exports
 
 if TYPE_CHECKING:  # the static names, for type checkers and IDEs
     from agentmem.embeddings.base import Embedder
@@ -48,8 +44,6 @@ if TYPE_CHECKING:  # the static names, for type checkers and IDEs
         file_sha256,
     )
     from agentmem.embeddings.openai import OpenAIEmbedder
-    from langchain_agentmem.embeddings import LangChainEmbedder as LangChainEmbedder
-    from llamaindex_agentmem.embeddings import LlamaIndexEmbedder as LlamaIndexEmbedder
 
 __all__ = [
     "ALL_MINILM_L6_V2",
@@ -82,9 +76,4 @@ _EXPORTS = {  # each name -> the module the TYPE_CHECKING block imports it from
     "default_embedder": "agentmem.embeddings.local",
     "file_sha256": "agentmem.embeddings.local",
 }
-__getattr__, __dir__ = lazy_exports(
-    __name__,
-    _EXPORTS,
-    # LangChainEmbedder / LlamaIndexEmbedder moved to the adapter packages (PEP 562).
-    fallback=partial(warn_moved, __name__),
-)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -23,9 +23,9 @@ from typing import Literal, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from agentmem._checks import check_positive_int
-from agentmem._delegate import ReadOnlyDelegate
 from agentmem._sansio import Program, async_twin, call, twin
+from agentmem._util.checks import check_positive_int
+from agentmem._util.delegate import ReadOnlyDelegate
 from agentmem.embeddings.base import Embedder, validate_text, validate_texts
 from agentmem.errors import ConfigurationError
 

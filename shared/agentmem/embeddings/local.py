@@ -25,8 +25,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from agentmem._async import run_in_executor
-from agentmem._checks import check_positive_int
+from agentmem._util.checks import check_positive_int
+from agentmem._util.executor import run_in_executor
 from agentmem.embeddings.base import validate_text, validate_texts
 from agentmem.errors import ConfigurationError, InvalidValueError
 

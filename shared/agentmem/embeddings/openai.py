@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from agentmem._openai_common import STATUS_HINTS, OpenAIClientOwner, check_positive_int
 from agentmem._sansio import Program, async_twin, drive, twin
+from agentmem._util.openai_common import STATUS_HINTS, OpenAIClientOwner, check_positive_int
 from agentmem.embeddings.base import check_dimension, validate_text, validate_texts
 from agentmem.errors import ConfigurationError, LLMResponseError
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
+from agentmem._util.checks import check_optional_int
 from agentmem.embeddings.base import check_dimension, validate_text, validate_texts
 from agentmem.errors import ConfigurationError
 
@@ -62,11 +63,8 @@ class WrapperEmbedder:
     """
 
     def __init__(self, model_name: str, dimension: int | None) -> None:
-        if dimension is not None and (
-            isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1
-        ):
-            msg = f"dimension must be an int >= 1 or None (probe it), got {dimension!r}"
-            raise ConfigurationError(msg)
+        expected = "must be an int >= 1 or None (probe it)"
+        check_optional_int(dimension, "dimension", expected=expected)
         self.model_name = model_name
         self._dimension = dimension
         self._lock = threading.Lock()

@@ -5,7 +5,7 @@ memory's content, a user id, a query, a number) is text and is escaped, in eleme
 and in attribute values alike. So escaping is not a step to remember: text cannot become
 markup by accident, as with a template engine's autoescape.
 
-Prompts escape with :mod:`agentmem._escape` (``&``, ``<``, ``>``); HTML attribute values
+Prompts escape with :mod:`agentmem._util.escape` (``&``, ``<``, ``>``); HTML attribute values
 also need their quotes escaped, hence :func:`html.escape` here.
 
 Example:

@@ -34,6 +34,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
+from agentmem._util.checks import check_int
 from agentmem.errors import AgentMemError, ConfigurationError, StoreClosedError
 from agentmem.inspector._markup import tag
 from agentmem.inspector.pages import Page, PageError, Pages, Redirect, layout
@@ -82,9 +83,8 @@ class InspectorServer:
         allow_edits: bool = False,
         token: str | None = None,
     ) -> None:
-        if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
-            msg = f"port must be a whole number from 0 to 65535 (0: any free port), got {port!r}"
-            raise ConfigurationError(msg)
+        expected = "must be a whole number from 0 to 65535 (0: any free port)"
+        check_int(port, "port", minimum=0, maximum=65535, expected=expected)
         self.token = token or secrets.token_urlsafe(24)
         self.allow_edits = allow_edits
         self._csrf = secrets.token_urlsafe(24)

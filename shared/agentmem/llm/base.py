@@ -36,8 +36,9 @@ from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
 
-from agentmem._async import run_in_executor
 from agentmem._sansio import Program, adrive, call, drive
+from agentmem._util.checks import check_int
+from agentmem._util.executor import run_in_executor
 from agentmem.errors import ConfigurationError, InvalidMessageError, LLMOutputError
 
 __all__ = [
@@ -401,9 +402,7 @@ def _check_options(schema: object, max_retries: object) -> None:
     if not (isinstance(schema, type) and issubclass(schema, BaseModel)):
         msg = f"schema must be a pydantic BaseModel subclass, got {schema!r}"
         raise ConfigurationError(msg)
-    if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
-        msg = f"max_retries must be an int >= 0, got {max_retries!r}"
-        raise ConfigurationError(msg)
+    check_int(max_retries, "max_retries", minimum=0, expected="must be an int >= 0")
 
 
 def _require_method(llm: object, name: str) -> Callable[[ChatMessages], Any]:

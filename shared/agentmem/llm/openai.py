@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from pydantic import BaseModel
 
-from agentmem._openai_common import OpenAIClientOwner, check_number
 from agentmem._sansio import Program, async_twin, twin
-from agentmem.errors import ConfigurationError, LLMResponseError
+from agentmem._util.checks import check_optional_int
+from agentmem._util.openai_common import OpenAIClientOwner, check_number
+from agentmem.errors import LLMResponseError
 from agentmem.llm.base import _as_dicts, complete_json_program
 
 if TYPE_CHECKING:
@@ -78,11 +79,7 @@ class OpenAIChatModel(OpenAIClientOwner):
         check_number("timeout", timeout, minimum=0.0, strict=True)
         if temperature is not None:
             check_number("temperature", temperature, minimum=0.0, strict=False)
-        if max_tokens is not None and (
-            isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
-        ):
-            msg = f"max_tokens must be a positive int or None, got {max_tokens!r}"
-            raise ConfigurationError(msg)
+        check_optional_int(max_tokens, "max_tokens", expected="must be a positive int or None")
         super().__init__(model, client, async_client, base_url, api_key, timeout, max_retries)
         self.temperature = temperature
         self.max_tokens = max_tokens

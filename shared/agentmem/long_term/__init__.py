@@ -11,7 +11,7 @@ Example:
 
 from typing import TYPE_CHECKING
 
-from agentmem._lazy import lazy_exports
+from agentmem._util.lazy import lazy_exports
 
 if TYPE_CHECKING:  # the static names, for type checkers and IDEs
     from agentmem.long_term.episodic import Episode, EpisodicMemory
@@ -72,13 +72,4 @@ _EXPORTS = {  # each name -> the module the TYPE_CHECKING block imports it from
     "SparseVector": "agentmem.long_term.store",
     "content_hash": "agentmem.long_term.records",
 }
-__getattr__, __dir__ = lazy_exports(
-    __name__,
-    _EXPORTS,
-    # The Qdrant stores moved to agentmem.stores.qdrant (the tier reaches them only
-    # through the MemoryStore protocol); the old names warn for one release.
-    moved={
-        "QdrantEdgeStore": "agentmem.stores.qdrant.edge",
-        "QdrantClientStore": "agentmem.stores.qdrant.client",
-    },
-)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

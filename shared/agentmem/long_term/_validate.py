@@ -11,8 +11,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agentmem._identifiers import check_identifier
-from agentmem._pydantic import describe
+from agentmem._util.checks import check_int
+from agentmem._util.identifiers import check_identifier
+from agentmem._util.pydantic_errors import describe
 from agentmem.errors import ConfigurationError, InvalidValueError
 from agentmem.long_term.ranking import SearchMode
 from agentmem.long_term.records import MEMORY_TYPES, MemoryRecord, RecordFilter, Scope
@@ -107,9 +108,7 @@ def query_filter(
         msg = "query must be a non-empty string"
         raise InvalidValueError(msg)
     check_storable_text(query, what="query")
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= 1000:
-        msg = f"top_k must be an integer in [1, 1000], got {top_k!r}"
-        raise InvalidValueError(msg)
+    check_int(top_k, "top_k", maximum=1000, error=InvalidValueError)
     if memory_type is not None:
         _check_type(memory_type)
     if mode not in ("hybrid", "dense", "bm25"):

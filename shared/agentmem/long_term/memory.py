@@ -22,8 +22,8 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from agentmem._pydantic import describe
 from agentmem._sansio import Program, async_twin, call, twin
+from agentmem._util.pydantic_errors import describe
 from agentmem.embeddings import Embedder
 from agentmem.errors import (
     DimensionMismatchError,

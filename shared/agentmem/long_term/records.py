@@ -25,8 +25,8 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from agentmem._identifiers import check_identifier, to_identifier
-from agentmem._session_ids import validate_session_id
+from agentmem._util.identifiers import check_identifier, to_identifier
+from agentmem._util.session_ids import validate_session_id
 from agentmem.types import utcnow
 
 __all__ = [

@@ -1,7 +1,7 @@
 """How recalled memories read in a prompt: one delimited block, one escaped line each.
 
 Every field a line shows (date, memory type, subtype, content) goes through
-:func:`~agentmem._escape.escape_line`: a subtype stored by an earlier version, or any value
+:func:`~agentmem._util.escape.escape_line`: a subtype stored by an earlier version, or any value
 that reached a record without validation, reads as data like the content does.
 
 Example:
@@ -11,7 +11,7 @@ Example:
 
 from __future__ import annotations
 
-from agentmem._escape import escape_line
+from agentmem._util.escape import escape_line
 from agentmem.long_term.store import ScoredRecord
 
 __all__ = ["MEMORY_BLOCK_CLOSE", "MEMORY_BLOCK_OPEN", "render_memory_line"]

@@ -15,8 +15,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agentmem._pydantic import describe
 from agentmem._sansio import Program, async_twin, twin
+from agentmem._util.checks import check_int
+from agentmem._util.pydantic_errors import describe
 from agentmem.errors import InvalidValueError
 from agentmem.long_term._view import MemoryView
 from agentmem.long_term.records import MemoryRecord, RecordFilter, Relation
@@ -106,9 +107,7 @@ class SemanticMemory(MemoryView):
 
 
 def _traverse(edges_of: Any, start: str, depth: int) -> list[RelatedConcept]:
-    if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= MAX_DEPTH:
-        msg = f"depth must be an integer in [1, {MAX_DEPTH}], got {depth!r}"
-        raise InvalidValueError(msg)
+    check_int(depth, "depth", maximum=MAX_DEPTH, error=InvalidValueError)
     start = start.strip()
     seen = {start}
     frontier: list[tuple[str, tuple[tuple[str, str, str], ...]]] = [(start, ())]

@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentmem._sansio import Program, async_twin, call, twin
+from agentmem._util.checks import check_optional_int
 from agentmem.errors import ConfigurationError
 from agentmem.short_term._log import Unit, _LogMirror
 from agentmem.short_term.view import ShortTermView
@@ -396,9 +397,4 @@ def tighter(a: int | None, b: int | None) -> int | None:
 
 def check_limit(value: int | None, name: str) -> int | None:
     """Validate an optional positive integer limit (``None`` means no limit)."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        msg = f"{name} must be a positive integer or None, got {value!r}"
-        raise ConfigurationError(msg)
-    return value
+    return check_optional_int(value, name, expected="must be a positive integer or None")

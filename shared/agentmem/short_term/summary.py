@@ -11,7 +11,7 @@ were: nothing is lost, and the view degrades to a window over the newest message
 
 In the view the summary is one system message, :func:`render_summary` of the text:
 delimited by ``<conversation_summary>`` tags, labelled as data, and with ``&``, ``<``, ``>``
-and look-alike brackets escaped (:func:`agentmem._escape.escape_markup`), so a summary
+and look-alike brackets escaped (:func:`agentmem._util.escape.escape_markup`), so a summary
 (written by a model from user text) cannot close its block.
 """
 
@@ -22,8 +22,8 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from agentmem._escape import escape_markup
 from agentmem._sansio import Program, async_twin, call, twin
+from agentmem._util.escape import escape_markup
 from agentmem.errors import ConfigurationError
 from agentmem.short_term.base import ShortTermMemory, check_limit
 from agentmem.short_term.view import ShortTermView

@@ -13,7 +13,7 @@ Example:
 
 from typing import TYPE_CHECKING
 
-from agentmem._lazy import lazy_exports
+from agentmem._util.lazy import lazy_exports
 
 if TYPE_CHECKING:  # the static names, for type checkers and IDEs
     from agentmem.stores.base import (

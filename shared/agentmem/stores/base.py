@@ -33,9 +33,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Sequence
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
-from agentmem._closing import ClosesOnExit
 from agentmem._sansio import offload
-from agentmem._session_ids import MAX_SESSION_ID_LENGTH, validate_session_id
+from agentmem._util.closing import ClosesOnExit
+from agentmem._util.session_ids import MAX_SESSION_ID_LENGTH, validate_session_id
 from agentmem.errors import InvalidMessageError, InvalidValueError
 from agentmem.storable import MAX_DOCUMENT_DEPTH, check_storable_text, json_text
 from agentmem.types import Message

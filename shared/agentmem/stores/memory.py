@@ -7,7 +7,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from agentmem._session_ids import validate_session_id
+from agentmem._util.session_ids import validate_session_id
 from agentmem.errors import StoreClosedError
 from agentmem.stores.base import (
     StoredMessage,

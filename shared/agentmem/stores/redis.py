@@ -76,8 +76,9 @@ from redis.backoff import ExponentialWithJitterBackoff, NoBackoff
 from redis.exceptions import NoScriptError, RedisClusterException
 from redis.retry import Retry
 
-from agentmem._async import run_in_executor
 from agentmem._sansio import Program, Request, async_twin, call, twin
+from agentmem._util.checks import check_int
+from agentmem._util.executor import run_in_executor
 from agentmem.errors import ConfigurationError, StoreClosedError, StoreUnavailableError
 from agentmem.stores._redis_support import (
     APPEND,
@@ -272,9 +273,7 @@ class RedisSessionStore:
             ... )  # doctest: +SKIP
         """
         timeout, deadline = _check_timeouts(timeout, deadline)
-        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
-            msg = f"retries must be an integer >= 0, got {retries!r}"
-            raise ConfigurationError(msg)
+        check_int(retries, "retries", minimum=0)
         try:
             plain_url, cluster = cluster_url(url)
         except ValueError as exc:

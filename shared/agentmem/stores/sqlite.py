@@ -29,7 +29,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 from typing_extensions import TypedDict, Unpack
 
-from agentmem._session_ids import validate_session_id
+from agentmem._util.session_ids import validate_session_id
 from agentmem.errors import (
     ConfigurationError,
     StoreClosedError,

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TypeVar
 
+from agentmem._util.checks import check_int
 from agentmem.errors import InvalidValueError
 from agentmem.working import _validate as v
 from agentmem.working.models import Hypothesis, ScratchpadEntry, Task, Variable, WorkingState
@@ -208,12 +209,11 @@ def update_hypothesis_op(
 
 
 def advance_turn_op(n: object) -> Op[int]:
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        msg = f"advance_turn needs a number of turns >= 1, got {n!r}"
-        raise InvalidValueError(msg)
+    expected = "needs a number of turns >= 1"
+    turns = check_int(n, "advance_turn", error=InvalidValueError, expected=expected)
 
     def op(state: WorkingState, now: datetime) -> tuple[WorkingState, int]:
-        advanced = state.model_copy(update={"turn": state.turn + n})
+        advanced = state.model_copy(update={"turn": state.turn + turns})
         return advanced.purged(now), advanced.turn
 
     return op

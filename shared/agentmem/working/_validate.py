@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from agentmem._checks import check_positive_int
+from agentmem._util.checks import check_optional_int, check_positive_int
 from agentmem.errors import ConfigurationError, InvalidValueError
 from agentmem.storable import check_nonblank_text, json_text
 from agentmem.working.models import TASK_STATUSES
@@ -40,12 +40,9 @@ TASK_TEXT_KEYS = ("description", "name", "title", "task", "goal")
 
 def check_max_tokens(max_tokens: object) -> int | None:
     """A rendering budget: ``None`` or an ``int`` >= 0, else :class:`ConfigurationError`."""
-    if max_tokens is not None and (
-        isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 0
-    ):
-        msg = f"max_tokens must be None or an integer >= 0, got {max_tokens!r}"
-        raise ConfigurationError(msg)
-    return max_tokens
+    return check_optional_int(
+        max_tokens, "max_tokens", minimum=0, expected="must be None or an integer >= 0"
+    )
 
 
 def check_clock_value(value: object) -> datetime:
@@ -163,12 +160,8 @@ def check_ttl(ttl: object) -> timedelta | None:
 
 def check_ttl_turns(ttl_turns: object) -> int | None:
     """``None`` or an ``int`` >= 1."""
-    if ttl_turns is None:
-        return None
-    if isinstance(ttl_turns, bool) or not isinstance(ttl_turns, int) or ttl_turns < 1:
-        msg = f"ttl_turns must be an integer >= 1 (turns until expiry), got {ttl_turns!r}"
-        raise InvalidValueError(msg)
-    return ttl_turns
+    expected = "must be an integer >= 1 (turns until expiry)"
+    return check_optional_int(ttl_turns, "ttl_turns", error=InvalidValueError, expected=expected)
 
 
 def check_confidence(confidence: object) -> float:

@@ -20,7 +20,7 @@ The block is delimited by ``<working_memory>`` ... ``</working_memory>`` and lab
 notes, not instructions. Every item is one line starting with ``- `` (or a fixed label); all
 stored text (task descriptions, statuses and fields, variable names and values, hypotheses,
 evidence, scratchpad steps) has its whitespace collapsed (a variable's value is its JSON)
-and ``&``, ``<``, ``>`` and every look-alike bracket escaped (see :mod:`agentmem._escape`),
+and ``&``, ``<``, ``>`` and every look-alike bracket escaped (see :mod:`agentmem._util.escape`),
 so no stored text can close the block or open another one.
 
 ``tags=False`` leaves the two tags out, for a caller that delimits the block itself (a
@@ -38,7 +38,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from agentmem._escape import escape_line, escape_markup
+from agentmem._util.escape import escape_line, escape_markup
 from agentmem.tokens import TokenCounter
 from agentmem.working._validate import description_key
 from agentmem.working.models import Task, WorkingState

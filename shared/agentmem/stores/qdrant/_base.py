@@ -19,8 +19,8 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 
-from agentmem._closing import ClosesOnExit
 from agentmem._sansio import Program, async_twin, blocking, drive, offload, twin
+from agentmem._util.closing import ClosesOnExit
 from agentmem.errors import InvalidValueError, MemoryNotFoundError, StoreClosedError
 from agentmem.long_term._fusion import fused_search_program
 from agentmem.long_term.records import MemoryRecord, RecordFilter, Scope

@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from agentmem._util.checks import check_int
 from agentmem.errors import ConfigurationError
 
 __all__ = [
@@ -111,9 +112,7 @@ class AutoIndex:
             raise ConfigurationError(msg)
         for name in ("min_unindexed", "check_every"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                msg = f"AutoIndex.{name} must be a positive integer, got {value!r}"
-                raise ConfigurationError(msg)
+            check_int(value, f"AutoIndex.{name}", expected="must be a positive integer")
 
 
 def unindexed_points(points: int, indexed_vectors: int) -> int:

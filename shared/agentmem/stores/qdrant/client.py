@@ -30,6 +30,7 @@ from qdrant_client import AsyncQdrantClient, QdrantClient
 from qdrant_client import models as m
 
 from agentmem._sansio import Program, call
+from agentmem._util.checks import check_int
 from agentmem.errors import ConfigurationError
 from agentmem.long_term.store import DENSE_VECTOR, SPARSE_VECTOR
 from agentmem.stores.qdrant import _common as qc
@@ -66,9 +67,7 @@ class QdrantClientStore(QdrantStoreBase):
         api_key: str | None = None,
         location: str | None = None,
     ) -> None:
-        if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1:
-            msg = f"dimension must be a positive integer, got {dimension!r}"
-            raise ConfigurationError(msg)
+        check_int(dimension, "dimension", expected="must be a positive integer")
         if client is not None and (url is not None or location is not None):
             msg = "pass either client= or url=/location=, not both"
             raise ConfigurationError(msg)

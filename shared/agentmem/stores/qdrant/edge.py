@@ -62,8 +62,9 @@ from typing import IO, Any, TypeVar
 
 import qdrant_edge as qe
 
-from agentmem._file_copy import copy_tree
 from agentmem._sansio import Program, blocking
+from agentmem._util.checks import check_int
+from agentmem._util.file_copy import copy_tree
 from agentmem.errors import (
     ConfigurationError,
     StoreClosedError,
@@ -144,9 +145,7 @@ class QdrantEdgeStore(QdrantStoreBase):
         auto_index: AutoIndex | None = None,
         preload: bool = True,
     ) -> None:
-        if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1:
-            msg = f"dimension must be a positive integer, got {dimension!r}"
-            raise ConfigurationError(msg)
+        check_int(dimension, "dimension", expected="must be a positive integer")
         self._path = Path(path)
         self._dimension = dimension
         self._auto = auto_index if auto_index is not None else AutoIndex()

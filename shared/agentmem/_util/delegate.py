@@ -1,7 +1,8 @@
 """``Delegate``: an attribute whose value lives on another object its owner holds (private).
 
 :class:`ReadOnlyDelegate` only reads it (like a property without a setter: writing raises
-``AttributeError``, and mypy rejects the assignment); :class:`Delegate` also writes it.
+:class:`~agentmem.errors.ReadOnlySettingError`, an ``AttributeError``, and mypy rejects the
+assignment); :class:`Delegate` also writes it.
 
 Example:
     >>> class Engine:
@@ -20,7 +21,7 @@ Example:
     >>> car.engine_model = "V6"
     Traceback (most recent call last):
     ...
-    AttributeError: Car.engine_model is read-only (it is engine.model)
+    agentmem.errors.ReadOnlySettingError: Car.engine_model is read-only (it is engine.model)
 """
 
 from __future__ import annotations
@@ -29,13 +30,16 @@ from typing import Any, Generic, TypeVar, overload
 
 from typing_extensions import Never
 
+from agentmem.errors import ReadOnlySettingError
+
 __all__ = ["Delegate", "ReadOnlyDelegate"]
 
 T = TypeVar("T")
 
 
 class ReadOnlyDelegate(Generic[T]):
-    """Reads ``obj.<holder>.<target>`` as ``obj.<name>``; writing it raises ``AttributeError``.
+    """Reads ``obj.<holder>.<target>`` as ``obj.<name>``; writing it raises
+    :class:`~agentmem.errors.ReadOnlySettingError` (an ``AttributeError``).
 
     Args:
         holder: The owner's attribute that holds the value's object.
@@ -63,7 +67,7 @@ class ReadOnlyDelegate(Generic[T]):
 
     def __set__(self, obj: object, value: Never) -> None:
         msg = f"{type(obj).__name__}.{self.name} is read-only (it is {self.holder}.{self.target})"
-        raise AttributeError(msg)
+        raise ReadOnlySettingError(msg)
 
 
 class Delegate(ReadOnlyDelegate[T]):

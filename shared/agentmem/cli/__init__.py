@@ -52,7 +52,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
-from agentmem._lazy import load_module
+from agentmem._util.lazy import load_module
 from agentmem.errors import AgentMemError, StoreLockedError
 
 __all__ = ["main"]
@@ -112,7 +112,7 @@ def _parser() -> argparse.ArgumentParser:
             epilog=epilog,
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
-        p.set_defaults(func=_deferred(f"agentmem.{module}", func))
+        p.set_defaults(func=_deferred(f"agentmem.cli.{module}", func))
         required = name not in ("demo", "inspect")
         p.add_argument(
             "--user",
@@ -129,8 +129,8 @@ def _parser() -> argparse.ArgumentParser:
         )
         return p
 
-    cmds = "_cli_commands"
-    demo = command("demo", "_cli_demo", "demo_command", "two scripted sessions, offline")
+    cmds = "commands"
+    demo = command("demo", "demo", "demo_command", "two scripted sessions, offline")
     demo.add_argument(
         "--max-tokens",
         type=int,
@@ -212,7 +212,7 @@ def _parser() -> argparse.ArgumentParser:
         help="keep at most this many memories, forgetting the lowest retention first "
         "(default: no limit)",
     )
-    command("stats", "_cli_stats", "stats_command", "memories by type and disk use")
+    command("stats", "stats", "stats_command", "memories by type and disk use")
     export = command("export", cmds, "export_command", "export memories as JSONL")
     export.add_argument(
         "file",
@@ -234,7 +234,7 @@ def _parser() -> argparse.ArgumentParser:
         "file", help="a file written by `agentmem export` (with --vectors: no model needed)"
     )
     inspect = command(
-        "inspect", "_cli_inspect", "inspect_command", "browse the memories in a local web page"
+        "inspect", "inspect", "inspect_command", "browse the memories in a local web page"
     )
     # Also after the command (`agentmem inspect --home H`); SUPPRESS keeps the global one.
     inspect.add_argument(
@@ -257,9 +257,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _backup_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """``backup``, ``restore`` and ``repair`` (agentmem._cli_backup): no --user; --home
+    """``backup``, ``restore`` and ``repair`` (agentmem.cli.backup): no --user; --home
     also after the command."""
-    module = "agentmem._cli_backup"
+    module = "agentmem.cli.backup"
     here = {"default": argparse.SUPPRESS, "help": "data directory (as before the command)"}
     backup = sub.add_parser("backup", help="copy the home into DEST, verified")
     backup.set_defaults(func=_deferred(module, "backup_command"))
@@ -302,7 +302,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(argv: Sequence[str] | None, out: TextIO, err: TextIO) -> int:
     """Parse the command line and run the command; user mistakes become one stderr line."""
     args = _parser().parse_args(argv)
-    from agentmem._cli_log import library_warnings_as_lines, one_line
+    from agentmem.cli.log import library_warnings_as_lines, one_line
 
     try:
         with library_warnings_as_lines(err):
@@ -347,7 +347,3 @@ def _home_in_use(args: argparse.Namespace) -> str:
         "share memories between processes, run them on servers: set AGENTMEM_QDRANT_URL "
         "(Qdrant) and AGENTMEM_REDIS_URL (Redis)"
     )
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -16,8 +16,9 @@ from collections.abc import Callable, Iterable, Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from agentmem._async import run_in_executor
 from agentmem._sansio import Program, async_twin, blocking, call, twin
+from agentmem._util.checks import check_int
+from agentmem._util.executor import run_in_executor
 from agentmem.errors import (
     ConfigurationError,
     LLMConnectionError,
@@ -136,16 +137,12 @@ def check_number(name: str, value: object, *, minimum: float, strict: bool) -> N
 
 def check_positive_int(name: str, value: object, *, maximum: int = 2**31) -> None:
     """Raise :class:`ConfigurationError` unless ``value`` is an int from 1 to ``maximum``."""
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
-        msg = f"{name} must be an int from 1 to {maximum}, got {value!r}"
-        raise ConfigurationError(msg)
+    check_int(value, name, maximum=maximum, expected=f"must be an int from 1 to {maximum}")
 
 
 def check_non_negative_int(name: str, value: object) -> None:
     """Raise :class:`ConfigurationError` unless ``value`` is an int >= 0."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        msg = f"{name} must be an int >= 0, got {value!r}"
-        raise ConfigurationError(msg)
+    check_int(value, name, minimum=0, expected="must be an int >= 0")
 
 
 class OpenAIClientOwner:

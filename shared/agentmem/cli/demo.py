@@ -7,8 +7,8 @@ import argparse
 from datetime import timedelta
 from typing import TextIO
 
-from agentmem import _cli_common as common
-from agentmem._text import shorten
+from agentmem._util.text import shorten
+from agentmem.cli import common
 from agentmem.errors import ConfigurationError
 from agentmem.types import utcnow
 

@@ -6,7 +6,7 @@ program that needs one class does not pay for numpy, the pydantic models or the 
 package uses it like this::
 
     from typing import TYPE_CHECKING
-    from agentmem._lazy import lazy_exports
+    from agentmem._util.lazy import lazy_exports
 
     if TYPE_CHECKING:  # the static names, for type checkers and IDEs
         from agentmem.long_term.records import MemoryRecord, Scope
@@ -24,8 +24,7 @@ and linters, the import on first use); ``tests/unit/test_lazy_imports.py`` holds
 together.
 
 A name is looked up once: its value is then set on the package, so later lookups are plain
-attribute reads. Names that moved away (``moved``: name -> the module that holds it now)
-still resolve, with the :mod:`agentmem._moved` deprecation warning pointing at the caller.
+attribute reads.
 
 Example:
     >>> import sys, types
@@ -41,8 +40,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Mapping
 from types import ModuleType
-
-from agentmem._moved import _warn
 
 __all__ = ["lazy_exports", "load_module"]
 
@@ -60,11 +57,7 @@ def load_module(name: str) -> ModuleType:
 
 
 def lazy_exports(
-    package: str,
-    exports: Mapping[str, str],
-    *,
-    moved: Mapping[str, str] | None = None,
-    fallback: Callable[[str], object] | None = None,
+    package: str, exports: Mapping[str, str]
 ) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
     """The ``__getattr__`` and ``__dir__`` of ``package``.
 
@@ -72,16 +65,9 @@ def lazy_exports(
         package: The package's ``__name__``.
         exports: Each name the package exports -> the module that holds it, the one that
             defines it or a subpackage that exports it (imported when the name is first
-            used).
-        moved: Names that left the package -> the module that holds each now; they warn
-            (:class:`DeprecationWarning`, pointing at the caller), then resolve.
-        fallback: Called with any other name (it raises :class:`AttributeError` for names
-            it does not know); without one, those are :class:`AttributeError` here. A
-            fallback that warns with ``stacklevel=3`` must add no frame of its own (a
-            function of the name, or a :func:`functools.partial` of one).
+            used); any other name is an :class:`AttributeError`.
     """
     home = dict(exports)
-    gone = dict(moved or {})
 
     def __getattr__(name: str) -> object:
         module = home.get(name)
@@ -89,13 +75,6 @@ def lazy_exports(
             value = getattr(load_module(module), name)
             setattr(sys.modules[package], name, value)  # next time: a plain attribute
             return value
-        new = gone.get(name)
-        if new is not None:
-            value = getattr(load_module(new), name)
-            _warn(package, new, name)  # stack: _warn, this __getattr__, the caller
-            return value
-        if fallback is not None:
-            return fallback(name)
         msg = f"module {package!r} has no attribute {name!r}"
         raise AttributeError(msg)
 

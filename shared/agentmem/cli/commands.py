@@ -12,9 +12,9 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from agentmem import _cli_common as common
-from agentmem._cli_embedder import DeferredEmbedder
-from agentmem._cli_input import (
+from agentmem.cli import common
+from agentmem.cli.embedder import DeferredEmbedder
+from agentmem.cli.input import (
     check_output_file,
     is_locomo,
     parse_chat_jsonl,
@@ -23,7 +23,7 @@ from agentmem._cli_input import (
     read_text,
     vectors_by_content,
 )
-from agentmem._cli_progress import ProgressBar
+from agentmem.cli.progress import ProgressBar
 from agentmem.errors import AgentMemError, ConfigurationError, InvalidValueError
 
 if TYPE_CHECKING:
@@ -179,7 +179,7 @@ def export_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def import_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """``agentmem import FILE --user U``: memories from an export file (no model is loaded
     when every line carries its vector)."""
-    from agentmem._cli_embedder import DEFAULT_DIMENSION
+    from agentmem.cli.embedder import DEFAULT_DIMENSION
 
     user = common.check_user(args)
     path = Path(args.file)

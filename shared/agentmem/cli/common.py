@@ -17,8 +17,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TextIO
 
-from agentmem._cli_embedder import DeferredEmbedder
-from agentmem._cli_progress import TransientStatus
+from agentmem.cli.embedder import DeferredEmbedder
+from agentmem.cli.progress import TransientStatus
 from agentmem.errors import ConfigurationError, InvalidValueError
 
 if TYPE_CHECKING:

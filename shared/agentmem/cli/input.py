@@ -413,5 +413,5 @@ def check_output_file(path: Path, what: str, *, force: bool = False) -> None:
 
 
 def vectors_by_content(records: Sequence[ImportedRecord]) -> Mapping[str, Sequence[float]]:
-    """The given vectors by content, for :class:`~agentmem._cli_embedder.DeferredEmbedder`."""
+    """The given vectors by content, for :class:`~agentmem.cli.embedder.DeferredEmbedder`."""
     return {r.record.content: r.vector for r in records if r.vector is not None}

@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
-from agentmem._closing import ClosesOnExit
+from agentmem._util.closing import ClosesOnExit
 
 __all__ = ["ProgressBar", "TransientStatus", "format_duration"]
 

@@ -13,7 +13,7 @@ import argparse
 import webbrowser
 from typing import TextIO
 
-from agentmem import _cli_common as common
+from agentmem.cli import common
 from agentmem.errors import InvalidValueError
 
 __all__ = ["inspect_command"]

@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 from typing import TextIO
 
-from agentmem import _cli_common as common
-from agentmem._cli_embedder import DEFAULT_DIMENSION
+from agentmem.cli import common
+from agentmem.cli.embedder import DEFAULT_DIMENSION
 
 __all__ = ["KNOWN_SUBTYPES", "stats_command"]
 

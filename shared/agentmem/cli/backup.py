@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import TextIO
 
-from agentmem import _cli_common as common
+from agentmem.cli import common
 from agentmem.errors import ConfigurationError
 
 __all__ = ["backup_command", "repair_command", "restore_command"]

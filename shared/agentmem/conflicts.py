@@ -1,5 +1,0 @@
-"""Deprecated: moved to :mod:`agentmem.controller.conflicts` (this path is removed in 0.3)."""
-
-from agentmem._moved import moved_module
-
-__getattr__ = moved_module(__name__, "agentmem.controller.conflicts")
