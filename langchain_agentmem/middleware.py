@@ -1,10 +1,10 @@
 """``AgentMemoryMiddleware``: agentmem around every model call of a LangChain 1.x agent.
 
 Before each model call it recalls long-term memories relevant to the latest user message
-and assembles the request with agentmem's context assembler
-(:func:`agentmem.context.assemble_context`): the system prompt, the session's rolling
-summary, its working memory and the recalled memories (each a delimited block, stored text
-escaped) in the system message, then the conversation trimmed so the request — system
+and assembles the request through agentmem's one context pipeline
+(:meth:`MemoryManager.gather_context <agentmem.MemoryManager.gather_context>`): the
+system prompt, the session's rolling summary, its working memory and the recalled
+memories (each a delimited block, stored text escaped) in the system message, then the conversation trimmed so the request — system
 prompt, messages *and tool schemas* — fits ``max_tokens`` exactly (tool calls never split
 from their results; oldest messages go first, then the summary, then the least relevant
 memories, then the least important working-memory items). After a call that

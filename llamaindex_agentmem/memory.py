@@ -11,7 +11,8 @@ disk (SQLite), tool calls included and counted exactly; :meth:`AgentMemory.get` 
    newest messages, never splitting a tool call from its results;
 
 all within ``token_limit`` tokens, counted with tiktoken in the chat format of ``model``, by
-agentmem's context assembler (:func:`agentmem.context.assemble_context`: the oldest
+agentmem's one context pipeline (:meth:`MemoryManager.gather_context
+<agentmem.MemoryManager.gather_context>` and its assembler: the oldest
 messages go first, then the least relevant memories, then the least important
 working-memory items; a memory the history already shows is left out). Each message is
 tokenized once, so ``get()`` costs O(view), not O(history).
