@@ -4,8 +4,8 @@ Before each model call it recalls long-term memories relevant to the latest user
 and assembles the request through agentmem's one context pipeline
 (:meth:`MemoryManager.gather_context <agentmem.MemoryManager.gather_context>`): the
 system prompt, the session's rolling summary, its working memory and the recalled
-memories (each a delimited block, stored text escaped) in the system message, then the conversation trimmed so the request — system
-prompt, messages *and tool schemas* — fits ``max_tokens`` exactly (tool calls never split
+memories (each a delimited block, stored text escaped) in the system message, then the
+conversation trimmed so the request — system prompt, messages *and tool schemas* — fits ``max_tokens`` exactly (tool calls never split
 from their results; oldest messages go first, then the summary, then the least relevant
 memories, then the least important working-memory items). After a call that
 ends the turn (an answer without tool calls), it records the exchange in the session, once:
