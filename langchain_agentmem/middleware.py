@@ -5,9 +5,10 @@ and assembles the request through agentmem's one context pipeline
 (:meth:`MemoryManager.gather_context <agentmem.MemoryManager.gather_context>`): the
 system prompt, the session's rolling summary, its working memory and the recalled
 memories (each a delimited block, stored text escaped) in the system message, then the
-conversation trimmed so the request — system prompt, messages *and tool schemas* — fits ``max_tokens`` exactly (tool calls never split
-from their results; oldest messages go first, then the summary, then the least relevant
-memories, then the least important working-memory items). After a call that
+conversation trimmed so the request — system prompt, messages *and tool schemas* — fits
+``max_tokens`` exactly (tool calls never split from their results; oldest messages go
+first, then the summary, then the least relevant memories, then the least important
+working-memory items). After a call that
 ends the turn (an answer without tool calls), it records the exchange in the session, once:
 the turn is named by the LangGraph id of its user message, so a retried model call or a turn
 replayed from a checkpoint is not stored again (see ``process_interaction(turn_id=...)``;
