@@ -8,6 +8,10 @@
 * **import circles** among the core's modules (module-level imports; imports under
   ``if TYPE_CHECKING:`` excluded), and deferred (function-level) imports of core modules.
 * **private imports** by the adapter packages: a core module or a name starting with ``_``.
+* **the adapters' surface**: the core modules each adapter package imports (only
+  :data:`ADAPTER_SURFACE` is allowed), and where an adapter reaches past the manager: a call
+  of the assembler (:data:`ASSEMBLY`) or a use of a manager's tier (:data:`TIERS`:
+  ``manager.short_term.refresh()``, or ``lt = manager.long_term`` then ``lt.get_memory()``).
 * **frameworks** imported by ``import agentmem``.
 * **top-level modules**: the modules directly under ``agentmem/`` (the layout map in
   ``docs/internals/layout.md`` lists them; at most 15).
@@ -29,6 +33,14 @@ ROOT = Path(__file__).resolve().parents[1]
 CORE = ROOT / "shared" / "agentmem"
 ADAPTERS = [ROOT / "langchain_agentmem", ROOT / "llamaindex_agentmem"]
 FRAMEWORKS = ("langchain", "langgraph", "llama_index")
+#: What the adapters may import from the core: the facade and the documented public modules.
+ADAPTER_SURFACE = frozenset(
+    {"agentmem", "agentmem.errors", "agentmem.types", "agentmem.integration"}
+)
+#: The manager's tiers: an adapter goes through the manager's methods, never through these.
+TIERS = frozenset({"short_term", "working", "long_term"})
+#: The assembler's entry points: an adapter calls ``MemoryManager.gather_context`` instead.
+ASSEMBLY = frozenset({"assemble_context", "check_required", "pack_context"})
 
 
 def module_name(path: Path) -> str:
@@ -203,6 +215,61 @@ def private_adapter_imports() -> list[str]:
     return found
 
 
+def adapter_core_imports() -> dict[str, set[str]]:
+    """Adapter package -> the core modules its files import (deferred and ``TYPE_CHECKING``
+    imports included; ``from agentmem import errors`` imports ``agentmem.errors``)."""
+    found: dict[str, set[str]] = {}
+    for root in ADAPTERS:
+        modules = found.setdefault(root.name, set())
+        for path in sorted(root.rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                names: list[str] = []
+                if isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                    base = node.module
+                    names = [
+                        f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base
+                        for a in node.names
+                    ]
+                modules.update(n for n in names if n.split(".")[0] == "agentmem")
+    return found
+
+
+def adapter_surface_violations() -> list[str]:
+    """Core modules an adapter package imports outside :data:`ADAPTER_SURFACE`."""
+    return [
+        f"{package}: {module}"
+        for package, modules in sorted(adapter_core_imports().items())
+        for module in sorted(modules - ADAPTER_SURFACE)
+    ]
+
+
+def adapter_reaches() -> list[str]:
+    """Where an adapter calls the assembler or uses a manager's tier (see the module)."""
+    found = []
+    for root in ADAPTERS:
+        for path in sorted(root.rglob("*.py")):
+            where = path.relative_to(root.parent)
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Call):
+                    func = node.func
+                    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+                    if name in ASSEMBLY:
+                        found.append(f"{where}:{node.lineno}: calls {name}")
+                elif (
+                    isinstance(node, ast.Attribute)
+                    and isinstance(node.value, ast.Attribute)
+                    and node.value.attr in TIERS
+                ):
+                    found.append(f"{where}:{node.lineno}: {ast.unparse(node)}")
+                elif isinstance(node, ast.Assign | ast.AnnAssign | ast.NamedExpr):
+                    value = node.value
+                    if isinstance(value, ast.Attribute) and value.attr in TIERS:
+                        found.append(f"{where}:{node.lineno}: binds {ast.unparse(value)}")
+    return found
+
+
 def frameworks_on_import() -> list[str]:
     code = (
         "import sys, agentmem; "
@@ -229,6 +296,8 @@ def main() -> None:
     found = circles(graph)
     hidden = [c for c in circles(every_import_graph()) if c not in found]
     private = private_adapter_imports()
+    surface = {k: sorted(v) for k, v in sorted(adapter_core_imports().items())}
+    reaches = adapter_reaches()
     frameworks = frameworks_on_import()
     library_lines = sum(len(p.read_text().splitlines()) for p in CORE.rglob("*.py"))
     result = {
@@ -239,6 +308,8 @@ def main() -> None:
         "circles_kept_by_deferred_or_type_checking_imports": hidden,
         "deferred_core_imports": {k: sorted(v) for k, v in sorted(deferred.items())},
         "adapter_private_imports": private,
+        "adapter_core_imports": surface,
+        "adapter_reaches_past_the_manager": reaches,
         "frameworks_imported_by_import_agentmem": frameworks,
         "top_level_modules": top_level_modules(),
     }
@@ -260,6 +331,11 @@ def main() -> None:
         print(f"  {mod} -> {', '.join(sorted(targets))}")
     print(f"adapter imports of private core names: {len(private)}")
     for line in private:
+        print("  " + line)
+    for package, modules in surface.items():
+        print(f"core modules {package} imports: {len(modules)} ({', '.join(modules)})")
+    print(f"adapter calls of the assembler or uses of a tier: {len(reaches)}")
+    for line in reaches:
         print("  " + line)
     print(f"frameworks imported by `import agentmem`: {frameworks or 'none'}")
     print(f"modules directly under agentmem/: {len(result['top_level_modules'])}")

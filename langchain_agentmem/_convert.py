@@ -25,7 +25,7 @@ from langchain_core.messages.tool import ToolCall as LCToolCall
 from langchain_core.messages.tool import invalid_tool_call
 
 from agentmem.errors import InvalidMessageError
-from agentmem.storable import find_json_problem, json_problem
+from agentmem.integration import find_json_problem, json_problem
 from agentmem.types import ROLES, Message, ToolCall
 
 __all__ = ["ContentPolicy", "from_langchain", "to_langchain", "to_langchain_all"]

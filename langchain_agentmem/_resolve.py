@@ -12,9 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypeAlias
 
-from agentmem.controller.manager import MemoryManager
+from agentmem import MemoryManager, MemoryService
 from agentmem.errors import ConfigurationError
-from agentmem.service import MemoryService
 
 __all__ = ["MemorySource", "check_source", "resolve_manager", "thread_id_of", "user_id_of"]
 

@@ -29,9 +29,14 @@ from collections.abc import Sequence
 
 from langgraph.store.base import GetOp, ListNamespacesOp, Op, PutOp, SearchOp
 
-from agentmem.checks import check_non_negative_int, check_positive_int
 from agentmem.errors import InvalidValueError
-from agentmem.storable import check_storable_text, find_json_problem, json_text
+from agentmem.integration import (
+    check_non_negative_int,
+    check_positive_int,
+    check_storable_text,
+    find_json_problem,
+    json_text,
+)
 
 __all__ = ["check_op"]
 

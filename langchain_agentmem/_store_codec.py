@@ -26,9 +26,9 @@ from typing import Any
 
 from langgraph.store.base import Item, SearchItem, get_text_at_path, tokenize_path
 
+from agentmem import MemoryRecord, RecordFilter, Scope
 from agentmem.errors import InvalidSessionIdError, InvalidValueError
-from agentmem.long_term.records import MemoryRecord, RecordFilter, Scope
-from agentmem.stores.base import validate_session_id
+from agentmem.integration import validate_session_id
 
 __all__ = [
     "ITEM_FLAG",

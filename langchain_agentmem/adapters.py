@@ -25,8 +25,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, ValidationError
 
+from agentmem import acomplete_json, complete_json
 from agentmem.errors import ConfigurationError, LLMOutputError
-from agentmem.llm import acomplete_json, complete_json
 from agentmem.types import Message
 from langchain_agentmem._convert import to_langchain
 from langchain_agentmem.embeddings import LangChainEmbedder

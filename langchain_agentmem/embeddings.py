@@ -22,8 +22,8 @@ from collections.abc import Sequence
 
 from langchain_core.embeddings import Embeddings
 
-from agentmem.embeddings.wrapper import WrapperEmbedder, model_label
 from agentmem.errors import ConfigurationError
+from agentmem.integration import WrapperEmbedder, model_label
 
 __all__ = ["LangChainEmbedder"]
 

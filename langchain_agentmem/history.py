@@ -32,13 +32,9 @@ from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
-from agentmem.controller.manager import MemoryManager
-from agentmem.controller.ownership import SessionOwners
+from agentmem import ChatModel, MemoryManager, SummaryBufferMemory, TokenCounter
 from agentmem.errors import ConfigurationError
-from agentmem.llm import ChatModel
-from agentmem.short_term.summary import SummaryBufferMemory
-from agentmem.stores.base import SessionStore
-from agentmem.tokens import DEFAULT_MODEL, TokenCounter
+from agentmem.integration import DEFAULT_MODEL, SessionOwners, SessionStore
 from langchain_agentmem._convert import ContentPolicy, from_langchain, to_langchain_all
 from langchain_agentmem.adapters import LangChainChatModel
 

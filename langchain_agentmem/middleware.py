@@ -1,13 +1,14 @@
 """``AgentMemoryMiddleware``: agentmem around every model call of a LangChain 1.x agent.
 
 Before each model call it recalls long-term memories relevant to the latest user message
-and assembles the request with agentmem's context assembler
-(:func:`agentmem.context.assemble_context`): the system prompt, the session's rolling
-summary, its working memory and the recalled memories (each a delimited block, stored text
-escaped) in the system message, then the conversation trimmed so the request — system
-prompt, messages *and tool schemas* — fits ``max_tokens`` exactly (tool calls never split
-from their results; oldest messages go first, then the summary, then the least relevant
-memories, then the least important working-memory items). After a call that
+and assembles the request through agentmem's one context pipeline
+(:meth:`MemoryManager.gather_context <agentmem.MemoryManager.gather_context>`): the
+system prompt, the session's rolling summary, its working memory and the recalled
+memories (each a delimited block, stored text escaped) in the system message, then the
+conversation trimmed so the request — system prompt, messages *and tool schemas* — fits
+``max_tokens`` exactly (tool calls never split from their results; oldest messages go
+first, then the summary, then the least relevant memories, then the least important
+working-memory items). After a call that
 ends the turn (an answer without tool calls), it records the exchange in the session, once:
 the turn is named by the LangGraph id of its user message, so a retried model call or a turn
 replayed from a checkpoint is not stored again (see ``process_interaction(turn_id=...)``;
@@ -42,20 +43,18 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Literal
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Literal, TypeVar
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from agentmem.context import WorkingBlock, check_max_tokens
-from agentmem.controller.manager import MemoryManager
-from agentmem.controller.turns import MAX_TURN_ID_LENGTH
+from agentmem import BuiltContext, MemoryManager, MemoryService
 from agentmem.errors import ConfigurationError, TurnConflictError
-from agentmem.long_term.store import ScoredRecord
-from agentmem.service import MemoryService
-from agentmem.storable import text_problem
-from langchain_agentmem._budget import Fitted, fit_request, tool_schemas
+from agentmem.integration import MAX_TURN_ID_LENGTH, check_max_tokens, check_share, text_problem
+from langchain_agentmem._convert import from_langchain
 from langchain_agentmem._resolve import check_source, resolve_manager, thread_id_of
 
 __all__ = ["AgentMemoryMiddleware"]
@@ -63,6 +62,7 @@ __all__ = ["AgentMemoryMiddleware"]
 logger = logging.getLogger(__name__)
 
 Consolidate = Literal["threshold", "every_turn", "never"]
+T = TypeVar("T")
 
 
 def _last_user_text(messages: Sequence[BaseMessage]) -> str | None:
@@ -87,6 +87,16 @@ def _turn_id(messages: Sequence[BaseMessage]) -> str | None:
                 return f"langgraph-sha256:{digest}"
             return name
     return None
+
+
+def tool_schemas(tools: Sequence[BaseTool | dict[str, Any]]) -> list[dict[str, Any]]:
+    """OpenAI function schemas of the request's tools (provider-native dicts kept as is)."""
+    out: list[dict[str, Any]] = []
+    for tool in tools:
+        if isinstance(tool, Mapping) and "function" not in tool and "name" not in tool:
+            continue  # a provider built-in tool (web search, ...): no schema we can count
+        out.append(convert_to_openai_tool(tool))
+    return out
 
 
 def _final_answer(response: ModelResponse[Any]) -> str | None:
@@ -133,13 +143,8 @@ class AgentMemoryMiddleware(AgentMiddleware):
         super().__init__()
         self.memory = check_source(memory, "AgentMemoryMiddleware")
         check_max_tokens(max_tokens)
-        for name, share in (("memory_share", memory_share), ("working_share", working_share)):
-            if isinstance(share, bool) or not isinstance(share, int | float):
-                msg = f"{name} must be a number in [0, 1], got {share!r}"
-                raise ConfigurationError(msg)
-            if not 0.0 <= share <= 1.0:
-                msg = f"{name} must be in [0, 1], got {share!r}"
-                raise ConfigurationError(msg)
+        check_share(memory_share, "memory_share")
+        check_share(working_share, "working_share")
         if consolidate not in ("threshold", "every_turn", "never"):
             msg = f"consolidate must be 'threshold', 'every_turn' or 'never', got {consolidate!r}"
             raise ConfigurationError(msg)
@@ -175,56 +180,52 @@ class AgentMemoryMiddleware(AgentMiddleware):
             user_key=self.user_key,
         )
 
-    def _fit(
-        self,
-        manager: MemoryManager,
-        request: ModelRequest[Any],
-        hits: list[ScoredRecord],
-        working: str | None,
-    ) -> tuple[ModelRequest[Any], Fitted]:
-        """Assemble the request from what was read (pure: no I/O)."""
-        block = None
-        if working is not None:
-            room = WorkingBlock.room(self.max_tokens, self.working_share)
-            render = manager.working.render  # re-renders what was read: no I/O
-            block = WorkingBlock(render, self.working_share, rendered=(room, working))
-        fitted = fit_request(
-            manager.token_counter,
-            max_tokens=self.max_tokens,
-            system=request.system_prompt or "",
-            messages=request.messages,
+    def _gather(self, gather: Callable[..., T], request: ModelRequest[Any], query: str | None) -> T:
+        """``gather`` (the manager's ``gather_context`` or ``agather_context``) called for
+        the request: its messages are the history, its tool schemas are counted, the
+        session's summary, working memory and the memories recalled for ``query`` go into
+        its system message."""
+        return gather(
+            query,
+            self.max_tokens,
+            history=[from_langchain(m) for m in request.messages],
             tools=tool_schemas(request.tools),
-            hits=hits,
-            summary=manager.short_term.summary,
+            system_prompt=request.system_prompt or "",
+            top_k=self.top_k if query else 0,
             memory_share=self.memory_share,
-            working=block,
+            working_share=self.working_share,
+            include_query=False,  # the agent's messages end with it already
         )
+
+    def _fitted(
+        self, manager: MemoryManager, request: ModelRequest[Any], built: BuiltContext
+    ) -> ModelRequest[Any]:
+        """The request with what was assembled: the messages kept, the system message."""
         logger.debug(
             "model request of user %r, session %r fitted to %d of %d tokens (%d memories, "
             "left out: %s)",
             manager.user_id,
             manager.session_id,
-            fitted.tokens,
+            built.token_count,
             self.max_tokens,
-            fitted.recalled,
-            fitted.context.omitted,
+            len(built.recalled),
+            built.omitted,
         )
-        fitted_request = request.override(
-            messages=[request.messages[i] for i in fitted.keep],
-            system_message=SystemMessage(fitted.system) if fitted.system else None,
+        return request.override(
+            messages=[request.messages[i] for i in built.kept],
+            system_message=SystemMessage(built.system) if built.system else None,
         )
-        return fitted_request, fitted
 
     def _report(
-        self, manager: MemoryManager, fitted: Fitted, response: ModelResponse[Any]
+        self, manager: MemoryManager, built: BuiltContext, response: ModelResponse[Any]
     ) -> ModelResponse[Any]:
         """The response with what was sent in its last AI message's metadata."""
         report = {
-            "prompt_tokens": fitted.tokens,
+            "prompt_tokens": built.token_count,
             "max_tokens": self.max_tokens,
-            "recalled": fitted.recalled,
-            "kept_messages": len(fitted.keep),
-            "omitted": dict(fitted.context.omitted),
+            "recalled": len(built.recalled),
+            "kept_messages": len(built.kept),
+            "omitted": dict(built.omitted),
             "user_id": manager.user_id,
             "session_id": manager.session_id,
         }
@@ -245,14 +246,8 @@ class AgentMemoryMiddleware(AgentMiddleware):
         """Recall, fit the budget, call the model, then record and consolidate."""
         manager = self.manager_for(request)
         query = _last_user_text(request.messages)
-        hits = manager.recall(query, self.top_k) if query else []
-        manager.short_term.refresh()  # the summary as it is now
-        working = None
-        if self.working_share > 0:
-            room = WorkingBlock.room(self.max_tokens, self.working_share)
-            working = manager.working.get_context_for_llm(room)
-        fitted_request, fitted = self._fit(manager, request, hits, working)
-        response = handler(fitted_request)
+        built = self._gather(manager.gather_context, request, query)
+        response = handler(self._fitted(manager, request, built))
         answer = _final_answer(response)
         if query and answer and self.record_turns:
             try:
@@ -261,7 +256,7 @@ class AgentMemoryMiddleware(AgentMiddleware):
                 _replayed(manager)
             if self.consolidate == "every_turn":
                 manager.consolidate()
-        return self._report(manager, fitted, response)
+        return self._report(manager, built, response)
 
     async def awrap_model_call(
         self,
@@ -271,14 +266,8 @@ class AgentMemoryMiddleware(AgentMiddleware):
         """Async twin of :meth:`wrap_model_call`."""
         manager = await asyncio.to_thread(self.manager_for, request)
         query = _last_user_text(request.messages)
-        hits = await manager.arecall(query, self.top_k) if query else []
-        await manager.short_term.arefresh()  # the summary as it is now
-        working = None
-        if self.working_share > 0:
-            room = WorkingBlock.room(self.max_tokens, self.working_share)
-            working = await manager.working.aget_context_for_llm(room)
-        fitted_request, fitted = self._fit(manager, request, hits, working)
-        response = await handler(fitted_request)
+        built = await self._gather(manager.agather_context, request, query)
+        response = await handler(self._fitted(manager, request, built))
         answer = _final_answer(response)
         if query and answer and self.record_turns:
             try:
@@ -289,7 +278,7 @@ class AgentMemoryMiddleware(AgentMiddleware):
                 _replayed(manager)
             if self.consolidate == "every_turn":
                 await manager.aconsolidate()
-        return self._report(manager, fitted, response)
+        return self._report(manager, built, response)
 
 
 def _replayed(manager: MemoryManager) -> None:

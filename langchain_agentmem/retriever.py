@@ -24,11 +24,9 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field
 
+from agentmem import LongTermMemory, RecordFilter, ScoredRecord
 from agentmem.errors import InvalidValueError
-from agentmem.long_term.memory import LongTermMemory
-from agentmem.long_term.ranking import SearchMode
-from agentmem.long_term.records import MemoryType, RecordFilter
-from agentmem.long_term.store import ScoredRecord
+from agentmem.integration import MemoryType, SearchMode
 
 __all__ = ["AgentMemoryRetriever", "record_to_document"]
 

@@ -44,12 +44,9 @@ from langgraph.store.base import (
     validate_op_namespace,
 )
 
-from agentmem.embeddings import Embedder
+from agentmem import Bm25Encoder, Embedder, MemoryRecord, MemoryService, RecordFilter, Scope
 from agentmem.errors import ConfigurationError, InvalidValueError
-from agentmem.long_term.records import MemoryRecord, RecordFilter, Scope
-from agentmem.long_term.store import MemoryStore
-from agentmem.service import MemoryService
-from agentmem.sparse import Bm25Encoder
+from agentmem.integration import MemoryStore
 from agentmem.types import utcnow
 from langchain_agentmem._store_checks import check_op
 from langchain_agentmem._store_codec import (

@@ -24,10 +24,8 @@ from typing import Any, Literal
 
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 
-from agentmem.controller.manager import MemoryManager
+from agentmem import MemoryManager, MemoryRecord, MemoryService
 from agentmem.errors import AgentMemError, ConfigurationError, SessionOwnershipError
-from agentmem.long_term.records import MemoryRecord
-from agentmem.service import MemoryService
 from langchain_agentmem._resolve import check_source, resolve_manager, thread_id_of
 
 __all__ = ["READ_TOOLS", "TOOL_NAMES", "WRITE_TOOLS", "Permissions", "create_memory_tools"]
@@ -84,6 +82,16 @@ def _describe(record: MemoryRecord, score: float | None = None) -> dict[str, Any
     return out
 
 
+def _updated(memory_id: str, record: MemoryRecord, content: str | None) -> str:
+    if content is None:  # the importance, in place
+        return json.dumps(_describe(record))
+    return json.dumps({"superseded": memory_id, **_describe(record)}, ensure_ascii=False)
+
+
+def _deleted(memory_id: str, found: bool) -> str:
+    return f"deleted {memory_id}" if found else f"no memory {memory_id} in this scope"
+
+
 class _MemoryToolset:
     """The tool bodies, bound to one manager."""
 
@@ -115,54 +123,27 @@ class _MemoryToolset:
         hits = await self.m.arecall(query, k or self.search_k)
         return json.dumps([_describe(h.record, h.score) for h in hits], ensure_ascii=False)
 
-    def _replacement(
-        self, old: MemoryRecord, content: str | None, importance: float | None
-    ) -> MemoryRecord:
-        return self.m.long_term.new_record(
-            content if content is not None else old.content,
-            old.memory_type,
-            importance=importance if importance is not None else old.importance,
-            metadata=old.metadata,
-            subtype=old.subtype,
-            concept=old.concept,
-            source_session_id=self.m.session_id,
-        )
-
     def update(
         self, memory_id: str, content: str | None = None, importance: float | None = None
     ) -> str:
-        lt = self.m.long_term
-        if content is None:
-            if importance is None:
-                return "nothing to update: pass content and/or importance"
-            return json.dumps(_describe(lt.update_memory_importance(memory_id, importance)))
-        old = lt.get_memory(memory_id)
-        new = self._replacement(old, content, importance)
-        lt.store_records([new])
-        lt.supersede_memory(old.id, new)
-        return json.dumps({"superseded": old.id, **_describe(new)}, ensure_ascii=False)
+        if content is None and importance is None:
+            return "nothing to update: pass content and/or importance"
+        record = self.m.update_memory(memory_id, content=content, importance=importance)
+        return _updated(memory_id, record, content)
 
     async def aupdate(
         self, memory_id: str, content: str | None = None, importance: float | None = None
     ) -> str:
-        lt = self.m.long_term
-        if content is None:
-            if importance is None:
-                return "nothing to update: pass content and/or importance"
-            return json.dumps(_describe(await lt.aupdate_memory_importance(memory_id, importance)))
-        old = await lt.aget_memory(memory_id)
-        new = self._replacement(old, content, importance)
-        await lt.astore_records([new])
-        await lt.asupersede_memory(old.id, new)
-        return json.dumps({"superseded": old.id, **_describe(new)}, ensure_ascii=False)
+        if content is None and importance is None:
+            return "nothing to update: pass content and/or importance"
+        record = await self.m.aupdate_memory(memory_id, content=content, importance=importance)
+        return _updated(memory_id, record, content)
 
     def delete(self, memory_id: str) -> str:
-        found = self.m.long_term.delete_memory(memory_id)
-        return f"deleted {memory_id}" if found else f"no memory {memory_id} in this scope"
+        return _deleted(memory_id, self.m.delete_memory(memory_id))
 
     async def adelete(self, memory_id: str) -> str:
-        found = await self.m.long_term.adelete_memory(memory_id)
-        return f"deleted {memory_id}" if found else f"no memory {memory_id} in this scope"
+        return _deleted(memory_id, await self.m.adelete_memory(memory_id))
 
     def set_working(self, key: str, value: Any, ttl_seconds: float | None = None) -> str:
         self.m.update_working_memory(key, value, ttl=ttl_seconds)

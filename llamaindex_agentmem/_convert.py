@@ -26,7 +26,7 @@ from llama_index.core.base.llms.types import (
 )
 
 from agentmem.errors import InvalidMessageError
-from agentmem.storable import find_json_problem
+from agentmem.integration import find_json_problem
 from agentmem.types import Message, ToolCall
 
 __all__ = ["META_KEY", "from_agentmem", "text_of", "to_agentmem", "to_agentmem_many"]

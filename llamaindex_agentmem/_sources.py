@@ -7,11 +7,8 @@ session's; a tier is used as it is.
 
 from __future__ import annotations
 
-from agentmem.controller.manager import MemoryManager
+from agentmem import LongTermMemory, MemoryManager, MemoryService, WorkingMemory
 from agentmem.errors import ConfigurationError
-from agentmem.long_term.memory import LongTermMemory
-from agentmem.service import MemoryService
-from agentmem.working import WorkingMemory
 
 __all__ = ["long_term_of", "working_of"]
 

@@ -27,9 +27,8 @@ from llama_index.core.llms import LLM, ChatMessage
 from llama_index.core.prompts import ChatPromptTemplate
 from pydantic import BaseModel, ValidationError
 
-from agentmem.embeddings import Embedder
+from agentmem import ChatModel, Embedder, acomplete_json, complete_json
 from agentmem.errors import ConfigurationError
-from agentmem.llm import ChatModel, acomplete_json, complete_json
 from agentmem.types import Message
 from llamaindex_agentmem._convert import from_agentmem
 from llamaindex_agentmem.embeddings import LlamaIndexEmbedder

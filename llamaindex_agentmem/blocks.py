@@ -24,22 +24,24 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.memory.memory import BaseMemoryBlock
 from llama_index.core.memory.memory_blocks.fact import FactExtractionMemoryBlock
 
-from agentmem.context import (
+from agentmem import (
+    ChatModel,
+    LongTermMemory,
+    MemoryConsolidator,
+    MemoryManager,
+    MemoryService,
+    RecordFilter,
+    TokenCounter,
+    WorkingMemory,
+)
+from agentmem.integration import (
     MEMORY_BLOCK_CLOSE,
     MEMORY_BLOCK_OPEN,
+    InMemorySessionStore,
     escape_line,
     render_memory_block,
     render_memory_line,
 )
-from agentmem.controller.consolidation import MemoryConsolidator
-from agentmem.controller.manager import MemoryManager
-from agentmem.llm import ChatModel
-from agentmem.long_term.memory import LongTermMemory
-from agentmem.long_term.records import RecordFilter
-from agentmem.service import MemoryService
-from agentmem.stores.memory import InMemorySessionStore
-from agentmem.tokens import TokenCounter
-from agentmem.working import WorkingMemory
 from llamaindex_agentmem._convert import text_of, to_agentmem_many
 from llamaindex_agentmem._sources import long_term_of, working_of
 from llamaindex_agentmem.adapters import as_chat_model

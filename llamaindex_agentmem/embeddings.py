@@ -23,8 +23,8 @@ from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 
-from agentmem.embeddings.wrapper import WrapperEmbedder, model_label
 from agentmem.errors import ConfigurationError
+from agentmem.integration import WrapperEmbedder, model_label
 
 __all__ = ["LlamaIndexEmbedder"]
 

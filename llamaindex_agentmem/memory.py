@@ -11,7 +11,8 @@ disk (SQLite), tool calls included and counted exactly; :meth:`AgentMemory.get` 
    newest messages, never splitting a tool call from its results;
 
 all within ``token_limit`` tokens, counted with tiktoken in the chat format of ``model``, by
-agentmem's context assembler (:func:`agentmem.context.assemble_context`: the oldest
+agentmem's one context pipeline (:meth:`MemoryManager.gather_context
+<agentmem.MemoryManager.gather_context>` and its assembler: the oldest
 messages go first, then the least relevant memories, then the least important
 working-memory items; a memory the history already shows is left out). Each message is
 tokenized once, so ``get()`` costs O(view), not O(history).
@@ -32,9 +33,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
@@ -43,25 +44,15 @@ from llama_index.core.llms import LLM
 from llama_index.core.memory.types import BaseMemory
 from pydantic import ValidationError
 
-from agentmem.checks import check_non_negative_int, check_positive_int
-from agentmem.context import (
-    Block,
-    RecalledBlock,
-    ViewBlock,
-    WorkingBlock,
-    assemble_context,
-    check_required,
-)
-from agentmem.controller.config import ManagerConfig
-from agentmem.controller.manager import MemoryManager
-from agentmem.controller.turns import MAX_TURN_ID_LENGTH
-from agentmem.embeddings import Embedder
+from agentmem import BuiltContext, ChatModel, Embedder, MemoryManager, MemoryService
 from agentmem.errors import ConfigurationError, ContextBudgetError
-from agentmem.llm import ChatModel
-from agentmem.long_term.store import ScoredRecord
-from agentmem.service import MemoryService
-from agentmem.tokens import DEFAULT_MODEL
-from agentmem.types import Message
+from agentmem.integration import (
+    DEFAULT_MODEL,
+    MAX_TURN_ID_LENGTH,
+    ManagerConfig,
+    check_non_negative_int,
+    check_positive_int,
+)
 from llamaindex_agentmem._convert import from_agentmem, text_of, to_agentmem_many
 from llamaindex_agentmem.adapters import as_chat_model, as_embedder
 
@@ -71,6 +62,7 @@ __all__ = ["AgentMemory"]
 # framing of one system message: 3 per message and 1 for the role.
 _PREFIX_FRAMING = 4
 _MIN_BUDGET = 8
+T = TypeVar("T")
 
 
 def _check_options(options: dict[str, Any], known: Sequence[str]) -> None:
@@ -293,50 +285,39 @@ class AgentMemory(BaseMemory):
         return budget
 
     @staticmethod
-    def _query(input: str | ChatMessage | None, messages: Sequence[Message]) -> str:
-        """``input``, else the latest user message among ``messages``."""
+    def _query(input: str | ChatMessage | None) -> str | None:
+        """``input`` as text; ``None`` (the latest user message) when it says nothing."""
         if isinstance(input, ChatMessage):
             input = text_of(input)
-        if input and input.strip():
-            return input
-        for message in reversed(messages):
-            if message.role == "user" and message.content.strip():
-                return message.content
-        return ""
+        return input if input and input.strip() else None
 
-    def _shown(self, budget: int) -> list[Message]:
-        """The messages a view within ``budget`` shows (the log read already)."""
-        return self.manager.short_term.get_view(max_tokens=budget, refresh=False).messages
+    def _gather(
+        self, gather: Callable[..., T], input: str | ChatMessage | None, kwargs: dict[str, Any]
+    ) -> T:
+        """``gather`` (the manager's ``gather_context`` or ``agather_context``) called for
+        :meth:`get`: the session's view with its newest unit required, the working memory
+        and the memories recalled for ``input``, within the budget."""
+        return gather(
+            self._query(input),
+            self._budget(kwargs),
+            system_prompt="",  # the chat engine sends its own
+            top_k=self.top_k,
+            memory_share=self.memory_share,
+            working_share=self.working_share if self.include_working_memory else 0.0,
+            include_query=False,  # the session's newest message is the query
+        )
 
-    def _history(self, latest: list[Message], budget: int) -> ViewBlock:
-        """The session's view, its newest unit required; raises
-        :class:`~agentmem.errors.ContextBudgetError` now (before recall records access and
-        working memory purges) if that unit alone does not fit ``budget``."""
-        manager = self.manager
-        short_term = manager.short_term
-        view = ViewBlock(lambda n: short_term.get_view(max_tokens=n, refresh=False), latest)
-        try:
-            check_required([view], counter=manager.token_counter, max_tokens=budget)
-        except ContextBudgetError as exc:
-            msg = (
-                f"{exc} (max_tokens is AgentMemory's token_limit={self.token_limit}, less the "
-                "caller's prefix: raise token_limit, or split the message, e.g. fewer tool "
-                "calls per assistant message)"
-            )
-            raise ContextBudgetError(msg) from None
-        return view
+    def _too_small(self, exc: ContextBudgetError) -> ContextBudgetError:
+        msg = (
+            f"{exc} (max_tokens is AgentMemory's token_limit={self.token_limit}, less the "
+            "caller's prefix: raise token_limit, or split the message, e.g. fewer tool "
+            "calls per assistant message)"
+        )
+        return ContextBudgetError(msg)
 
-    def _assemble(
-        self, view: ViewBlock, hits: list[ScoredRecord], budget: int, working: str | None
-    ) -> list[ChatMessage]:
-        """The memory message and the history, from what was read (pure: no I/O)."""
-        manager = self.manager
-        blocks: list[Block] = [RecalledBlock(hits, self.memory_share), view]
-        if working is not None:
-            room = WorkingBlock.room(budget, self.working_share)
-            render = manager.working.render  # re-renders what was read: no I/O
-            blocks.append(WorkingBlock(render, self.working_share, rendered=(room, working)))
-        built = assemble_context(blocks, counter=manager.token_counter, max_tokens=budget)
+    @staticmethod
+    def _messages(built: BuiltContext) -> list[ChatMessage]:
+        """The memory message and the history, as LlamaIndex messages."""
         head = [ChatMessage(role=MessageRole.SYSTEM, content=built.system)] if built.system else []
         return [*head, *(from_agentmem(m) for m in built.history)]
 
@@ -357,49 +338,27 @@ class AgentMemory(BaseMemory):
                 thousands of tool calls) does not fit ``token_limit``; raised before
                 anything is recalled or changed. Raise ``token_limit``.
         """
-        budget = self._budget(kwargs)
-        manager = self.manager
-        manager.short_term.refresh()
-        view = self._history(manager.short_term.newest_unit(refresh=False), budget)
-        hits: list[ScoredRecord] = []
-        if self.top_k:
-            query = self._query(input, self._shown(budget))
-            if not query and not input:  # no user message in the view: look further back
-                query = self._query(None, manager.short_term.get_log())
-            if query:
-                hits = manager.recall(query, self.top_k)
-        working = None
-        if self.include_working_memory:
-            room = WorkingBlock.room(budget, self.working_share)
-            working = manager.working.get_context_for_llm(room)
-        return self._assemble(view, hits, budget, working)
+        try:
+            built = self._gather(self.manager.gather_context, input, kwargs)
+        except ContextBudgetError as exc:
+            raise self._too_small(exc) from None
+        return self._messages(built)
 
     async def aget(self, input: str | None = None, **kwargs: Any) -> list[ChatMessage]:
         """Async twin of :meth:`get`."""
-        budget = self._budget(kwargs)
-        manager = self.manager
-        await manager.short_term.arefresh()
-        view = self._history(await manager.short_term.anewest_unit(refresh=False), budget)
-        hits: list[ScoredRecord] = []
-        if self.top_k:
-            query = self._query(input, self._shown(budget))
-            if not query and not input:  # no user message in the view: look further back
-                query = self._query(None, await manager.short_term.aget_log())
-            if query:
-                hits = await manager.arecall(query, self.top_k)
-        working = None
-        if self.include_working_memory:
-            room = WorkingBlock.room(budget, self.working_share)
-            working = await manager.working.aget_context_for_llm(room)
-        return self._assemble(view, hits, budget, working)
+        try:
+            built = await self._gather(self.manager.agather_context, input, kwargs)
+        except ContextBudgetError as exc:
+            raise self._too_small(exc) from None
+        return self._messages(built)
 
     def get_all(self) -> list[ChatMessage]:
         """The whole conversation, oldest first (nothing is ever dropped from the log)."""
-        return [from_agentmem(m) for m in self.manager.short_term.get_log()]
+        return [from_agentmem(m) for m in self.manager.get_log()]
 
     async def aget_all(self) -> list[ChatMessage]:
         """Async twin of :meth:`get_all`."""
-        return [from_agentmem(m) for m in await self.manager.short_term.aget_log()]
+        return [from_agentmem(m) for m in await self.manager.aget_log()]
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -457,15 +416,11 @@ class AgentMemory(BaseMemory):
     def reset(self) -> None:
         """Start the session over: its conversation, summary and working memory are
         deleted. Long-term memories (the user's) are kept."""
-        manager = self.manager
-        manager.short_term.clear()
-        manager.working.clear()
+        self.manager.clear_session()
 
     async def areset(self) -> None:
         """Async twin of :meth:`reset`."""
-        manager = self.manager
-        await manager.short_term.aclear()
-        await manager.working.aclear()
+        await self.manager.aclear_session()
 
     # -- consolidation and lifecycle ------------------------------------------------------
 

@@ -14,12 +14,8 @@ from typing import Any
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-from agentmem.controller.manager import MemoryManager
-from agentmem.long_term.memory import LongTermMemory
-from agentmem.long_term.ranking import SearchMode
-from agentmem.long_term.records import RecordFilter
-from agentmem.long_term.store import ScoredRecord
-from agentmem.service import MemoryService
+from agentmem import LongTermMemory, MemoryManager, MemoryService, RecordFilter, ScoredRecord
+from agentmem.integration import SearchMode
 from llamaindex_agentmem._sources import long_term_of
 
 __all__ = ["AgentMemoryRetriever", "to_node"]

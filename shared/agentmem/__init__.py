@@ -38,7 +38,15 @@ if TYPE_CHECKING:  # the static names, for type checkers and IDEs
         default_embedder,
     )
     from agentmem.llm import ChatModel, StructuredChatModel, acomplete_json, complete_json
-    from agentmem.long_term import EpisodicMemory, LongTermMemory, MemoryRecord, SemanticMemory
+    from agentmem.long_term import (
+        EpisodicMemory,
+        LongTermMemory,
+        MemoryRecord,
+        RecordFilter,
+        Scope,
+        ScoredRecord,
+        SemanticMemory,
+    )
     from agentmem.service import MemoryService
     from agentmem.short_term import (
         ConversationBufferMemory,
@@ -75,6 +83,9 @@ __all__ = [
     "MemoryService",
     "Message",
     "OpenAIEmbedder",
+    "RecordFilter",
+    "Scope",
+    "ScoredRecord",
     "ScratchpadEntry",
     "SemanticMemory",
     "SentenceTransformerEmbedder",
@@ -118,6 +129,9 @@ _EXPORTS = {  # each name -> the module the TYPE_CHECKING block imports it from
     "MemoryService": "agentmem.service",
     "Message": "agentmem.types",
     "OpenAIEmbedder": "agentmem.embeddings",
+    "RecordFilter": "agentmem.long_term",
+    "Scope": "agentmem.long_term",
+    "ScoredRecord": "agentmem.long_term",
     "ScratchpadEntry": "agentmem.working",
     "SemanticMemory": "agentmem.long_term",
     "SentenceTransformerEmbedder": "agentmem.embeddings",

@@ -48,6 +48,46 @@ def test_at_most_15_modules_sit_directly_under_agentmem(arch: ModuleType) -> Non
     assert [m for m in top if m != "__init__.py" and m not in layout] == []
 
 
+def test_adapters_import_only_the_facade_and_the_documented_modules(arch: ModuleType) -> None:
+    """``langchain_agentmem`` and ``llamaindex_agentmem`` build on ``agentmem``,
+    ``agentmem.errors``, ``agentmem.types`` and ``agentmem.integration``: what else they need
+    is made public there, so no adapter depends on where the core keeps it."""
+    imported = arch.adapter_core_imports()
+    assert set(imported) == {"langchain_agentmem", "llamaindex_agentmem"}
+    assert all(imported.values())  # the walk finds their imports
+    assert arch.adapter_surface_violations() == []
+
+
+def test_adapters_never_assemble_nor_reach_into_a_tier(arch: ModuleType) -> None:
+    """Adapters convert messages and call the manager (``gather_context`` and the rest):
+    they never call the assembler nor use ``manager.short_term`` / ``.working`` /
+    ``.long_term`` themselves."""
+    assert arch.adapter_reaches() == []
+
+
+def test_the_reach_finder_finds_reaches(arch: ModuleType, tmp_path: Path) -> None:
+    package = tmp_path / "adapter"
+    package.mkdir()
+    (package / "bad.py").write_text(
+        "from agentmem.context import assemble_context\n"
+        "from agentmem import MemoryManager\n"
+        "def f(m):\n"
+        "    m.short_term.refresh()\n"
+        "    lt = m.long_term\n"
+        "    return assemble_context([], counter=m.token_counter, max_tokens=9)\n"
+    )
+    arch.ADAPTERS, saved = [package], arch.ADAPTERS
+    try:
+        assert arch.adapter_surface_violations() == ["adapter: agentmem.context"]
+        assert sorted(arch.adapter_reaches()) == [
+            "adapter/bad.py:4: m.short_term.refresh",
+            "adapter/bad.py:5: binds m.long_term",
+            "adapter/bad.py:6: calls assemble_context",
+        ]
+    finally:
+        arch.ADAPTERS = saved
+
+
 def test_importing_agentmem_imports_no_framework(arch: ModuleType) -> None:
     assert arch.frameworks_on_import() == []
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import html
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -289,34 +288,3 @@ def test_a_packed_context_with_a_summary_view_keeps_every_block_whole(
     if summary:
         assert_tags(built.messages[1]["content"], SUMMARY)
     assert_ledger_exact(built, None, query)
-
-
-@PROMPTS
-@given(
-    working_memories(COUNTER),
-    HOSTILE_TEXT,
-    st.lists(recalled_hits(), min_size=1, max_size=3),
-    HOSTILE_NONBLANK,
-)
-def test_the_middleware_system_text_keeps_every_block_whole(
-    wm: WorkingMemory, summary: str, hits: list[ScoredRecord], latest: str
-) -> None:
-    pytest.importorskip("langchain_core")
-    from langchain_core.messages import HumanMessage
-
-    from langchain_agentmem._budget import fit_request
-
-    fitted = fit_request(
-        COUNTER,
-        max_tokens=8000,
-        system="Be brief.",
-        messages=[HumanMessage(latest)],
-        tools=TOOLS,
-        hits=hits,
-        summary=summary or None,
-        memory_share=0.4,
-        working=WorkingBlock(wm.get_context_for_llm, 0.3),
-    )
-    expected = [*(SUMMARY if summary else []), *WORKING, *RECALLED]
-    assert_tags(fitted.system, expected)
-    assert_ledger_exact(fitted.context, TOOLS, None)

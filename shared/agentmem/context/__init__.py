@@ -1,6 +1,7 @@
 """One context assembler: the blocks of a prompt, fitted into an exact token budget.
 
-Every prompt agentmem builds goes through :func:`assemble_context`:
+Every prompt agentmem builds goes through :func:`assemble_context`, called by the one
+context pipeline, ``MemoryManager.gather_context`` (which does the reads first), and so by
 ``MemoryManager.build_context``, the LangChain ``AgentMemoryMiddleware`` and the LlamaIndex
 ``AgentMemory.get``. It takes :mod:`blocks <agentmem.context.blocks>` and lays them out as
 

@@ -41,6 +41,7 @@ __all__ = [
     "assemble_context",
     "check_max_tokens",
     "check_required",
+    "check_share",
     "pack_context",
 ]
 
@@ -365,6 +366,29 @@ def check_max_tokens(max_tokens: object) -> int:
     return check_positive_int(
         max_tokens, "max_tokens", hint="; pass the prompt's token budget, e.g. max_tokens=2000"
     )
+
+
+def check_share(share: object, name: str) -> float:
+    """``share`` if it is a usable share of a budget (a number in ``[0, 1]``, not a bool),
+    else :class:`~agentmem.errors.ConfigurationError` naming ``name``. The context
+    pipeline calls it before any I/O; so do the objects that take a share when they are
+    made (the LangChain middleware).
+
+    Example:
+        >>> check_share(0.3, "memory_share")
+        0.3
+        >>> check_share(2, "working_share")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        agentmem.errors.ConfigurationError: working_share must be in [0, 1], got 2
+    """
+    if isinstance(share, bool) or not isinstance(share, int | float):
+        msg = f"{name} must be a number in [0, 1], got {share!r}"
+        raise ConfigurationError(msg)
+    if not 0.0 <= share <= 1.0:
+        msg = f"{name} must be in [0, 1], got {share!r}"
+        raise ConfigurationError(msg)
+    return share
 
 
 def _check_required(request: _Request, given: _Blocks, max_tokens: int) -> None:

@@ -34,12 +34,15 @@ from agentmem.context import (
     Block,
     BuiltContext,
     InstructionsBlock,
+    MessagesBlock,
     QueryBlock,
     RecalledBlock,
+    SummaryBlock,
     ViewBlock,
     WorkingBlock,
     assemble_context,
     check_required,
+    check_share,
 )
 from agentmem.controller.builder import ManagerBuilder
 from agentmem.controller.config import ManagerConfig, ManagerSettings
@@ -50,10 +53,11 @@ from agentmem.controller.retrieval import MemoryRetriever, Strategy
 from agentmem.controller.scheduler import ConsolidationQueue, ConsolidationScheduler
 from agentmem.controller.turns import record_turn, settle_turn
 from agentmem.embeddings import Embedder
-from agentmem.errors import InvalidMessageError
+from agentmem.errors import InvalidMessageError, InvalidValueError
 from agentmem.inspector.recent import RecentContexts
 from agentmem.llm import ChatModel
 from agentmem.long_term.memory import LongTermMemory
+from agentmem.long_term.records import MemoryRecord
 from agentmem.long_term.store import ScoredRecord
 from agentmem.short_term.summary import SummaryBufferMemory
 from agentmem.stores.base import SessionStore
@@ -358,6 +362,24 @@ class MemoryManager:
         """Async twin of :meth:`wait_for_background` (does not block the loop)."""
         return await self.scheduler.wait_async(timeout)
 
+    @twin
+    def get_log(self) -> Program[list[Message]]:
+        """The session's whole conversation, oldest first (summaries never rewrite it)."""
+        short_term = self.short_term
+        return (yield from call(short_term.get_log, short_term.aget_log))
+
+    aget_log = async_twin(get_log)
+
+    @twin
+    def clear_session(self) -> Program[None]:
+        """Start the session over: its conversation, summary and working memory are
+        deleted. The user's long-term memories are kept."""
+        short_term, working = self.short_term, self.working
+        yield from call(short_term.clear, short_term.aclear)
+        yield from call(working.clear, working.aclear)
+
+    aclear_session = async_twin(clear_session)
+
     # -- consolidation, remembering, forgetting ------------------------------------------
 
     @twin
@@ -410,6 +432,61 @@ class MemoryManager:
 
     aforget = async_twin(forget)
 
+    @twin
+    def update_memory(
+        self, memory_id: str, *, content: str | None = None, importance: float | None = None
+    ) -> Program[MemoryRecord]:
+        """Change one of this user's memories by id; returns the memory now current.
+
+        New ``content`` supersedes the memory: a new one (same type, subtype, concept and
+        metadata; ``importance``, else the old one's) is written, and the old one ends and
+        stays in the history. ``importance`` alone is changed in place.
+
+        Raises:
+            InvalidValueError: Neither ``content`` nor ``importance`` given, a bad id or
+                value.
+            MemoryNotFoundError: No such memory in this user's scope.
+
+        Example:
+            >>> mem.update_memory(old_id, content="Alice uses spaces")  # doctest: +SKIP
+            MemoryRecord(...)
+        """
+        memory = self.long_term
+        if content is None:
+            if importance is None:
+                msg = "nothing to update: pass content and/or importance"
+                raise InvalidValueError(msg)
+            change = call(
+                memory.update_memory_importance,
+                memory.aupdate_memory_importance,
+                memory_id,
+                importance,
+            )
+            return (yield from change)
+        old = yield from call(memory.get_memory, memory.aget_memory, memory_id)
+        new = memory.new_record(
+            content,
+            old.memory_type,
+            importance=importance if importance is not None else old.importance,
+            metadata=old.metadata,
+            subtype=old.subtype,
+            concept=old.concept,
+            source_session_id=self.session_id,
+        )
+        yield from call(memory.store_records, memory.astore_records, [new])
+        yield from call(memory.supersede_memory, memory.asupersede_memory, old.id, new)
+        return new
+
+    aupdate_memory = async_twin(update_memory)
+
+    @twin
+    def delete_memory(self, memory_id: str) -> Program[bool]:
+        """Delete one of this user's memories by id; ``False`` if there is none."""
+        memory = self.long_term
+        return (yield from call(memory.delete_memory, memory.adelete_memory, memory_id))
+
+    adelete_memory = async_twin(delete_memory)
+
     # -- working memory --------------------------------------------------------------------
 
     @twin
@@ -431,6 +508,133 @@ class MemoryManager:
     # -- context ---------------------------------------------------------------------------
 
     @twin
+    def gather_context(
+        self,
+        query: str | None,
+        max_tokens: int = 2000,
+        *,
+        history: Sequence[MessageLike] | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        system_prompt: str | None = None,
+        strategy: Strategy = "hybrid",
+        top_k: int = 5,
+        memory_share: float = 0.3,
+        working_share: float = 0.2,
+        include_query: bool = True,
+        keep_latest: bool = True,
+    ) -> Program[BuiltContext]:
+        """The one context pipeline: read what a prompt needs, assemble it into
+        ``max_tokens`` exactly, and return it with its ledger.
+
+        :meth:`build_context`, the LangChain ``AgentMemoryMiddleware`` and the LlamaIndex
+        ``AgentMemory.get`` all call it; they only convert messages. The steps, written
+        once for sync and async (:mod:`agentmem._sansio`):
+
+        1. what must be sent (the system prompt, the query, tool schemas, the latest unit
+           of ``history``) is checked against the budget before any I/O;
+        2. the session is read once (its new messages and summary); with ``keep_latest``
+           its newest unit is then required and checked too;
+        3. long-term memories are recalled for ``query`` (``None``: the conversation's
+           latest user message);
+        4. working memory is rendered for its share (expired variables are purged, the
+           only write besides the memories' access statistics);
+        5. the blocks go to the one assembler (:func:`agentmem.context.assemble_context`:
+           layout, priorities and the exact ledger), and the result is kept for the
+           inspector (:attr:`recent_contexts`).
+
+        Args:
+            query: What to recall memories for; sent as the last user message with
+                ``include_query``. ``None``: the latest user message of ``history``, else
+                of the session (nothing is recalled when there is none).
+            max_tokens: The budget: messages, tool schemas and reply priming.
+            history: The conversation to send (an agent framework's messages, oldest
+                first) instead of the session's view; the session's summary then goes
+                into the system message.
+            tools: OpenAI tool schemas sent with the request (counted, not rendered).
+            system_prompt: Instructions placed first (``None``: the manager's own
+                ``system_prompt``; ``""``: none).
+            strategy: The blocks: ``hybrid`` all of them, ``recent`` the conversation,
+                ``working`` the working memory, ``semantic`` memories by dense search only.
+            top_k: How many memories to recall (``0``: none).
+            memory_share: Most of the budget recalled memories may take.
+            working_share: Most of the budget working memory may take (``0``: leave it
+                out).
+            include_query: Send ``query`` as the last user message.
+            keep_latest: Always send the conversation's newest unit (an assistant tool
+                call with its results, or one message) whole: the message the model
+                must answer.
+
+        Raises:
+            ConfigurationError: ``max_tokens`` is not an integer >= 1, a share is not a
+                number in ``[0, 1]`` or ``strategy`` is unknown; raised before anything is
+                read or written.
+            ContextBudgetError: What must be sent alone exceeds ``max_tokens``; raised
+                before anything is recalled or written.
+
+        Example:
+            >>> ctx = mem.gather_context(  # doctest: +SKIP
+            ...     None, 4000, history=agent_messages, tools=schemas, system_prompt=""
+            ... )
+            >>> sum(ctx.ledger.values()) == ctx.token_count <= 4000  # doctest: +SKIP
+            True
+        """
+        strategy = MemoryRetriever.check_strategy(strategy)
+        check_share(memory_share, "memory_share")
+        check_share(working_share, "working_share")
+        counter, short_term, working = self.token_counter, self.short_term, self.working
+        blocks: list[Block] = []
+        prompt = system_prompt if system_prompt is not None else self.system_prompt
+        if prompt:
+            blocks.append(InstructionsBlock(prompt))
+        if include_query and query:
+            blocks.append(QueryBlock(query))
+        given = None if history is None else [to_message(m) for m in history]
+        if given is not None:
+            blocks.append(MessagesBlock(given, keep_latest=keep_latest))
+        # Before any I/O, since recalling records each memory's access and rendering working
+        # memory purges expired variables: a prompt that cannot be built changes nothing.
+        check_required(blocks, counter=counter, max_tokens=max_tokens, tools=tools)
+        session = strategy in ("recent", "hybrid")
+        if session or (query is None and given is None and top_k):
+            yield from call(short_term.refresh, short_term.arefresh)  # messages and summary
+        if session and given is not None:
+            if short_term.summary:
+                blocks.append(SummaryBlock(short_term.summary))
+        elif session:
+            latest = short_term.newest_unit(refresh=False) if keep_latest else []
+            view = ViewBlock(lambda n: short_term.get_view(max_tokens=n, refresh=False), latest)
+            if latest:
+                check_required([*blocks, view], counter=counter, max_tokens=max_tokens, tools=tools)
+            blocks.append(view)
+        if query is None and top_k:
+            query = _latest_user_text(given) if given is not None else self._asked(max_tokens)
+        hits: list[ScoredRecord] = []
+        if query is not None and top_k:
+            retriever = self.retriever
+            hits = yield from call(retriever.recall, retriever.arecall, query, strategy, top_k)
+        blocks.append(RecalledBlock(hits, memory_share))
+        if working_share and strategy in ("working", "hybrid"):
+            room = WorkingBlock.room(max_tokens, working_share)
+            # Rendered once here (purging expired variables, the only I/O); again, from
+            # memory, only when the room left is smaller.
+            text = yield from call(working.get_context_for_llm, working.aget_context_for_llm, room)
+            blocks.append(WorkingBlock(working.render, working_share, rendered=(room, text)))
+        built = assemble_context(blocks, counter=counter, max_tokens=max_tokens, tools=tools)
+        if self.recent_contexts is not None:
+            self.recent_contexts.add(self.user_id, self.session_id, query or "", built)
+        return built
+
+    agather_context = async_twin(gather_context)
+
+    def _asked(self, max_tokens: int) -> str | None:
+        """The session's latest user message (no I/O: the session was just read): in its
+        view within ``max_tokens`` first, else anywhere in its log."""
+        short_term = self.short_term
+        shown = short_term.get_view(max_tokens=max_tokens, refresh=False).messages
+        found = _latest_user_text(shown)
+        return found if found is not None else _latest_user_text(short_term.get_log(refresh=False))
+
+    @twin
     def build_context(
         self,
         query: str,
@@ -443,12 +647,14 @@ class MemoryManager:
     ) -> Program[BuiltContext]:
         """Assemble system prompt, working memory, recalled memories, summary and recent
         turns into ``max_tokens`` exactly (layout, priorities and ledger: see
-        :mod:`agentmem.context`).
+        :mod:`agentmem.context`): :meth:`gather_context` with the session's view as the
+        history.
 
         The strategy picks the blocks: ``hybrid`` all of them, ``recent`` the conversation,
         ``working`` the working memory, ``semantic`` memories by dense search only. The I/O
-        comes first (recall, the session's new messages and summary, expired working-memory
-        variables); the assembly then reads memory only and renders each block once.
+        comes first (the session's new messages and summary, recall, expired
+        working-memory variables); the assembly then reads memory only and renders each
+        block once.
 
         Raises:
             ConfigurationError: ``max_tokens`` is not an integer >= 1 (``None``, ``"100"``,
@@ -461,33 +667,19 @@ class MemoryManager:
             >>> sum(ctx.ledger.values()) == ctx.token_count  # doctest: +SKIP
             True
         """
-        blocks: list[Block] = []
-        prompt = system_prompt if system_prompt is not None else self.system_prompt
-        if prompt:
-            blocks.append(InstructionsBlock(prompt))
-        if include_query and query:
-            blocks.append(QueryBlock(query))
-        # Before any I/O, since recalling records each memory's access and rendering working
-        # memory purges expired variables: a prompt that cannot be built changes nothing.
-        check_required(blocks, counter=self.token_counter, max_tokens=max_tokens)
-        retriever = self.retriever
-        hits = yield from call(retriever.recall, retriever.arecall, query, strategy, top_k)
-        blocks.append(RecalledBlock(hits))
-        if strategy in ("working", "hybrid"):
-            working = self.working
-            room = WorkingBlock.room(max_tokens)
-            # Rendered once here (purging expired variables, the only I/O); again, from
-            # memory, only when the room left is smaller.
-            text = yield from call(working.get_context_for_llm, working.aget_context_for_llm, room)
-            blocks.append(WorkingBlock(working.render, rendered=(room, text)))
-        if strategy in ("recent", "hybrid"):
-            short_term = self.short_term
-            yield from call(short_term.refresh, short_term.arefresh)
-            blocks.append(ViewBlock(lambda n: short_term.get_view(max_tokens=n, refresh=False)))
-        built = assemble_context(blocks, counter=self.token_counter, max_tokens=max_tokens)
-        if self.recent_contexts is not None:
-            self.recent_contexts.add(self.user_id, self.session_id, query, built)
-        return built
+        return (
+            yield from call(
+                self.gather_context,
+                self.agather_context,
+                query,
+                max_tokens,
+                system_prompt=system_prompt,
+                strategy=strategy,
+                top_k=top_k,
+                include_query=include_query,
+                keep_latest=False,  # the query is the message to answer
+            )
+        )
 
     abuild_context = async_twin(build_context)
 
@@ -512,3 +704,11 @@ class MemoryManager:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _latest_user_text(messages: Sequence[Message]) -> str | None:
+    """The content of the latest user message that says something, if any."""
+    for message in reversed(messages):
+        if message.role == "user" and message.content.strip():
+            return message.content
+    return None

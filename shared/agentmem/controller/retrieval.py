@@ -102,7 +102,13 @@ class MemoryRetriever:
     recent_turns: int = 6
 
     @staticmethod
-    def _check(strategy: str) -> Strategy:
+    def check_strategy(strategy: str) -> Strategy:
+        """``strategy`` if it is one of :data:`Strategy`, else :class:`ConfigurationError`.
+
+        Example:
+            >>> MemoryRetriever.check_strategy("hybrid")
+            'hybrid'
+        """
         if strategy not in STRATEGIES:
             msg = f"unknown strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}"
             raise ConfigurationError(msg)
@@ -122,7 +128,7 @@ class MemoryRetriever:
             >>> retriever.recall("tabs?", "hybrid", top_k=3)  # doctest: +SKIP
             [ScoredRecord(...), ...]
         """
-        return self._recall(query, self._check(strategy), top_k)
+        return self._recall(query, self.check_strategy(strategy), top_k)
 
     arecall = async_twin(recall)
 
@@ -155,7 +161,7 @@ class MemoryRetriever:
             >>> retriever.retrieve_relevant_context("tabs?", "hybrid").memories  # doctest: +SKIP
             [ScoredRecord(...), ...]
         """
-        strategy = self._check(strategy)
+        strategy = self.check_strategy(strategy)
         out = RetrievedContext(strategy)
         recent: list[Message] = []
         short_term = self.short_term

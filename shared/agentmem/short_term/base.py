@@ -227,14 +227,20 @@ class ShortTermMemory(ABC):
     aget_all_messages = async_twin(get_all_messages)
 
     @twin
-    def get_log(self) -> Program[list[Message]]:
-        """The whole log as :class:`Message` objects (ids, timestamps, metadata kept)."""
-        return self._get_log()
+    def get_log(self, *, refresh: bool = True) -> Program[list[Message]]:
+        """The whole log as :class:`Message` objects (ids, timestamps, metadata kept).
+
+        Args:
+            refresh: Read new messages from the store first (callers that just refreshed
+                pass ``False``, as for :meth:`get_view`).
+        """
+        return self._get_log(refresh=refresh)
 
     aget_log = async_twin(get_log)
 
-    def _get_log(self) -> Program[list[Message]]:
-        yield from self._refresh()
+    def _get_log(self, *, refresh: bool = True) -> Program[list[Message]]:
+        if refresh:
+            yield from self._refresh()
         with self._lock:
             return list(self._log.messages)
 

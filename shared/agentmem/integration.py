@@ -1,0 +1,89 @@
+"""What a framework integration builds on, beyond the :mod:`agentmem` facade.
+
+The LangChain and LlamaIndex adapters (``langchain_agentmem``, ``llamaindex_agentmem``)
+import from :mod:`agentmem`, :mod:`agentmem.errors`, :mod:`agentmem.types` and this module
+only (``tests/unit/test_architecture.py`` keeps it so). An adapter converts: it turns the
+framework's messages into :class:`~agentmem.types.Message` objects, calls the manager (one
+context pipeline, :meth:`MemoryManager.gather_context <agentmem.MemoryManager.gather_context>`,
+and its remember / recall / record methods) and turns the results back. What it needs
+for that and that users of the core do not, is here:
+
+* **checking input as the core does**: :func:`check_positive_int`,
+  :func:`check_non_negative_int`, :func:`check_max_tokens`, :func:`check_share`,
+  :func:`check_storable_text`, :func:`text_problem`, :func:`json_problem`,
+  :func:`find_json_problem`, :func:`json_text`, :func:`validate_session_id`,
+  :data:`MAX_TURN_ID_LENGTH` (the longest ``turn_id``);
+* **rendering memories as every agentmem prompt does** (delimited, escaped data):
+  :data:`MEMORY_BLOCK_OPEN`, :data:`MEMORY_BLOCK_CLOSE`, :func:`render_memory_line`,
+  :func:`render_memory_block`, :func:`escape_line`;
+* **the types adapter signatures name**: :class:`SessionStore` and :class:`MemoryStore`
+  (the store protocols), :class:`InMemorySessionStore`, :class:`SessionOwners` (who may
+  use a session), :class:`ManagerConfig` (the managers' settings and defaults),
+  :data:`SearchMode`, :data:`MemoryType`, :data:`DEFAULT_MODEL`;
+* **wrapping a framework's embedding model**: :class:`WrapperEmbedder`,
+  :func:`model_label`.
+
+Example:
+    >>> from agentmem.integration import MEMORY_BLOCK_CLOSE, check_share
+    >>> check_share(0.3, "memory_share"), MEMORY_BLOCK_CLOSE
+    (0.3, '</recalled_memories>')
+"""
+
+from __future__ import annotations
+
+from agentmem.checks import check_non_negative_int, check_positive_int
+from agentmem.context import (
+    MEMORY_BLOCK_CLOSE,
+    MEMORY_BLOCK_OPEN,
+    check_max_tokens,
+    check_share,
+    escape_line,
+    render_memory_block,
+    render_memory_line,
+)
+from agentmem.controller.config import ManagerConfig
+from agentmem.controller.ownership import SessionOwners
+from agentmem.controller.turns import MAX_TURN_ID_LENGTH
+from agentmem.embeddings.wrapper import WrapperEmbedder, model_label
+from agentmem.long_term.ranking import SearchMode
+from agentmem.long_term.records import MemoryType
+from agentmem.long_term.store import MemoryStore
+from agentmem.storable import (
+    check_storable_text,
+    find_json_problem,
+    json_problem,
+    json_text,
+    text_problem,
+)
+from agentmem.stores.base import SessionStore, validate_session_id
+from agentmem.stores.memory import InMemorySessionStore
+from agentmem.tokens import DEFAULT_MODEL
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "MAX_TURN_ID_LENGTH",
+    "MEMORY_BLOCK_CLOSE",
+    "MEMORY_BLOCK_OPEN",
+    "InMemorySessionStore",
+    "ManagerConfig",
+    "MemoryStore",
+    "MemoryType",
+    "SearchMode",
+    "SessionOwners",
+    "SessionStore",
+    "WrapperEmbedder",
+    "check_max_tokens",
+    "check_non_negative_int",
+    "check_positive_int",
+    "check_share",
+    "check_storable_text",
+    "escape_line",
+    "find_json_problem",
+    "json_problem",
+    "json_text",
+    "model_label",
+    "render_memory_block",
+    "render_memory_line",
+    "text_problem",
+    "validate_session_id",
+]
