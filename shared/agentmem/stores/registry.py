@@ -488,11 +488,12 @@ def _open_sqlite(url: BackendURL) -> SessionStore:
     return SQLiteSessionStore.open(url.path)
 
 
-def _open_redis(url: BackendURL) -> SessionStore:
+def _open_redis(url: BackendURL, **options: Any) -> SessionStore:
     from agentmem.stores.redis import RedisSessionStore
 
     # redis-py names a socket unix://; every other form it reads as written.
-    return RedisSessionStore.from_url(url.inner if url.scheme == "redis+unix" else url.url)
+    plain = url.inner if url.scheme == "redis+unix" else url.url
+    return RedisSessionStore.from_url(plain, **options)
 
 
 register_memory_store("edge", _open_edge, options=("preload", "auto_index"), locate=_on_disk)
@@ -510,6 +511,7 @@ register_session_store("sqlite", _open_sqlite, locate=_on_disk)
 register_session_store(
     ("redis", "rediss", "redis+cluster", "rediss+cluster", "redis+unix"),
     _open_redis,
+    options=("prefix", "session_ttl", "timeout", "deadline", "retries"),
     locate=_redis,
 )
 register_session_store("memory", _open_in_memory_sessions, locate=_private_or_named)
