@@ -43,8 +43,8 @@ Example:
     >>> try:
     ...     open_session_store("scratch://anything")
     ... except ConfigurationError as exc:
-    ...     print(str(exc)[:56])
-    unknown session store scheme 'scratch' in 'scratch://anyth
+    ...     print(str(exc).split(";")[0])
+    unknown session store scheme 'scratch' in 'scratch://anything'
 """
 
 from __future__ import annotations
