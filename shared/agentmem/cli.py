@@ -1,6 +1,7 @@
 """The ``agentmem`` command line.
 
-Commands (each honours ``--home`` / ``AGENTMEM_HOME``)::
+Commands (each honours ``--home`` / ``AGENTMEM_HOME``, and ``--memory-url`` /
+``--session-url``, the store URLs of :mod:`agentmem.backends`)::
 
     agentmem demo                         two scripted sessions, offline, embedded defaults
     agentmem ingest FILE --user U         JSONL chat messages or a LoCoMo-style file
@@ -36,7 +37,7 @@ and before anything is written; 2 for a command line argparse cannot parse; 130 
 interrupted.
 
 A home another process holds (the embedded stores allow one process at a time) is reported
-with what to stop, or the server settings (``AGENTMEM_QDRANT_URL``, ``AGENTMEM_REDIS_URL``)
+with what to stop, or the server settings (``AGENTMEM_MEMORY_URL``, ``AGENTMEM_SESSION_URL``)
 that let several processes share memories.
 
 Only ``demo``, ``ingest``, ``search``, ``context``, ``export --vectors`` and an ``import`` of
