@@ -47,7 +47,7 @@ DIM = 8
 MODES = ("sync", "async")
 
 #: The backends opened by URL, through the store registry (:mod:`agentmem.stores.registry`):
-#: adding one to the suite is one line here and its name in ``conftest._params``. ``local``
+#: adding one to the suite is one line here (``{path}``: a temp dir of the test). ``local``
 #: and ``native`` share one qdrant-client object between opens, so they are built below.
 URLS = {
     "memory": "memory://",
