@@ -115,8 +115,8 @@ def require_memories_home(config: BackendConfig, user: str) -> None:
     check_home(config)
     if config.memory_path is not None and not config.memory_path.is_dir():
         msg = (
-            f"no memories in {config.home} yet: store some with `agentmem ingest FILE --user "
-            f"{user}` (or run `agentmem demo`), or pass the --home that holds them"
+            f"no memories in {config.describe_memories()} yet: store some with `agentmem ingest "
+            f"FILE --user {user}` (or run `agentmem demo`), or pass the --home that holds them"
         )
         raise InvalidValueError(msg)
 

@@ -31,8 +31,8 @@ def inspect_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     user = common.check_session(args.user, "--user")
     if config.memory_path is not None and not config.memory_path.is_dir():
         msg = (
-            f"no memories in {config.home} yet: store some with `agentmem ingest FILE --user U`"
-            " (or run `agentmem demo`), or pass the --home that holds them"
+            f"no memories in {config.describe_memories()} yet: store some with `agentmem ingest "
+            "FILE --user U` (or run `agentmem demo`), or pass the --home that holds them"
         )
         raise InvalidValueError(msg)
     service = MemoryService.open(

@@ -240,9 +240,11 @@ class BackendConfig:
         return self.memory_path is not None and isinstance(self._where("session"), Path)
 
     def describe_memories(self) -> str:
-        """Where the memories are, for messages: the home, or the store's URL (no password)."""
-        if self.memory_path is not None:
-            return str(self.home)
+        """Where the memories are, for messages: the home (or the directory) that holds
+        them, or the store's URL (without its password)."""
+        path = self.memory_path
+        if path is not None:
+            return str(self.home if path.is_relative_to(self.home) else path)
         return str(backend_for("memory", self.memory_url)[1])
 
     def as_options(self) -> BackendOptions:

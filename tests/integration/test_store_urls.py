@@ -103,6 +103,10 @@ def test_the_command_line_reads_the_store_its_url_names(
     assert main(["--home", home, "--memory-url", elsewhere, "stats", "--user", "alice"]) == 0
     assert "semantic/preference      1" in capsys.readouterr().out
 
+    # Messages name the store the URL names, not the unused home.
+    assert main(["--home", home, "--memory-url", elsewhere, "stats", "--user", "bob"]) == 1
+    assert f"user 'bob' has no memories in {tmp_path}/elsewhere;" in capsys.readouterr().err
+
     monkeypatch.setenv(MEMORY_URL_ENV, elsewhere)
     assert main(["--home", home, "stats", "--user", "alice"]) == 0
     assert "semantic/preference      1" in capsys.readouterr().out
