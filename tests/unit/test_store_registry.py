@@ -6,6 +6,9 @@ SQLite), in qdrant-client's local mode, or in memory; Redis is in
 
 from __future__ import annotations
 
+import ast
+import inspect
+import textwrap
 from collections.abc import Hashable, Iterator
 from pathlib import Path
 
@@ -361,3 +364,59 @@ def test_memory_urls_are_private_unless_named(tmp_path: Path) -> None:
     for lease in (one, two, three, four):
         lease.release()
     assert list(tmp_path.iterdir()) == []
+
+
+# -- the registry is the one place that chooses a backend ------------------------------------
+
+STORE_CLASSES = {
+    "QdrantEdgeStore",
+    "QdrantClientStore",
+    "SQLiteSessionStore",
+    "RedisSessionStore",
+    "InMemorySessionStore",
+    "InMemoryMemoryStore",
+}
+STORE_MODULES = ("agentmem.stores.qdrant", "agentmem.stores.redis", "agentmem.stores.sqlite")
+
+
+def _store_names(source: str) -> set[str]:
+    """The store classes and modules the code uses at run time (not in type hints under
+    ``if TYPE_CHECKING:``, not in docstrings)."""
+    found: set[str] = set()
+    stack: list[ast.AST] = [ast.parse(textwrap.dedent(source))]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            continue
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(STORE_MODULES):
+            found.add(node.module or "")
+        name = node.id if isinstance(node, ast.Name) else getattr(node, "attr", None)
+        if name in STORE_CLASSES:
+            found.add(name)
+        stack.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def test_the_openers_name_no_store_class() -> None:
+    """``backends`` and every ``open`` reach stores through the registry only: none of them
+    names a store class or imports a store module at run time (the pre-registry openers
+    branched on ``qdrant_url`` / ``redis_url`` to build ``QdrantClientStore`` or
+    ``RedisSessionStore``)."""
+    import agentmem.backends
+    from agentmem import _cli_common
+    from agentmem.controller.builder import ManagerBuilder
+
+    openers = {
+        "agentmem.backends": agentmem.backends,
+        "MemoryService.open": MemoryService.open,
+        "MemoryManager.open": MemoryManager.open,
+        "ManagerBuilder.open": ManagerBuilder.open,
+        "LongTermMemory.open": LongTermMemory.open,
+        "resolve_config": _cli_common.resolve_config,
+        "open_long_term": _cli_common.open_long_term,
+    }
+    named = {name: _store_names(inspect.getsource(code)) for name, code in openers.items()}
+    assert named == {name: set() for name in openers}
+    # The finder finds what the openers used to hold.
+    before = "from agentmem.stores.redis import RedisSessionStore\nRedisSessionStore.from_url(u)"
+    assert _store_names(before) == {"agentmem.stores.redis", "RedisSessionStore"}
