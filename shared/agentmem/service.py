@@ -6,8 +6,9 @@ cheap per-user, per-session :class:`~agentmem.MemoryManager` handles over them. 
 adapters take the service and resolve the user and the session per call.
 
 On the embedded defaults (no setting) the stores are SQLite and Qdrant Edge under ``home``,
-one process per home. With ``qdrant_url`` / ``redis_url`` (or ``AGENTMEM_QDRANT_URL`` /
-``AGENTMEM_REDIS_URL`` in the environment) the same code runs on a Qdrant server and Redis,
+one process per home. With ``memory_url="qdrant+https://..."`` and
+``session_url="redis://..."`` (or ``AGENTMEM_MEMORY_URL`` / ``AGENTMEM_SESSION_URL`` in the
+environment; see :mod:`agentmem.backends`) the same code runs on a Qdrant server and Redis,
 which any number of processes and machines can share.
 
 Example:
@@ -32,13 +33,18 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from typing_extensions import Never, Unpack
 
 from agentmem._sansio import offload
 from agentmem._util.delegate import ReadOnlyDelegate
-from agentmem.backends import DEFAULT_COLLECTION, BackendConfig, acquire_stores
+from agentmem.backends import (
+    BackendConfig,
+    BackendOptions,
+    acquire_stores,
+    split_backend_options,
+)
 from agentmem.controller.builder import ManagerBuilder
 from agentmem.controller.config import ManagerConfig, ManagerSettings
 from agentmem.controller.manager import MemoryManager
@@ -65,7 +71,7 @@ if TYPE_CHECKING:
     from agentmem.backup import BackupReport
     from agentmem.inspector.server import InspectorServer
 
-__all__ = ["HandleSettings", "MemoryService", "ServiceSettings"]
+__all__ = ["HandleSettings", "MemoryService", "ServiceOptions", "ServiceSettings"]
 
 T = TypeVar("T")
 
@@ -130,6 +136,11 @@ class ServiceSettings(HandleSettings, total=False):
     workers: int
     max_pending: int
     max_handles: int
+
+
+class ServiceOptions(ServiceSettings, BackendOptions, total=False):
+    """The keyword arguments of :meth:`MemoryService.open`: the :class:`ServiceSettings`
+    and where the stores are (:class:`~agentmem.backends.BackendOptions`)."""
 
 
 class MemoryService:
@@ -223,11 +234,7 @@ class MemoryService:
         *,
         embedder: Embedder | None = None,
         llm: ChatModel | None = None,
-        qdrant_url: str | None = None,
-        qdrant_api_key: str | None = None,
-        collection: str = DEFAULT_COLLECTION,
-        redis_url: str | None = None,
-        **settings: Unpack[ServiceSettings],
+        **options: Unpack[ServiceOptions],
     ) -> MemoryService:
         """Open the stores and the shared parts (see the class for the settings), then
         resume, in the background, the consolidation of every session an earlier process
@@ -238,27 +245,27 @@ class MemoryService:
                 data directory). Several services and managers in one process may use the
                 same home: they share its stores.
             embedder: Dense embedder (default: the local all-MiniLM-L6-v2, loaded once).
-            qdrant_url: Qdrant server URL (or ``AGENTMEM_QDRANT_URL``) instead of Qdrant Edge;
-                ``":memory:"`` is qdrant-client's local mode (tests).
-            qdrant_api_key: API key for ``qdrant_url`` (or ``AGENTMEM_QDRANT_API_KEY``).
-            collection: Qdrant collection (server mode).
-            redis_url: Redis URL (or ``AGENTMEM_REDIS_URL``) instead of SQLite;
-                ``redis+cluster://host:port`` names a Redis Cluster (see
-                :meth:`~agentmem.stores.redis.RedisSessionStore.from_url`).
+            llm: Chat model for summaries and memory extraction.
+            **options: The settings (:class:`ServiceSettings`) and where the stores are
+                (:class:`~agentmem.backends.BackendOptions`: ``memory_url=``,
+                ``session_url=``, ...; default: the environment, else Qdrant Edge and
+                SQLite in ``home``).
 
         Raises:
+            ConfigurationError: A store URL is malformed or of an unknown scheme.
             StoreLockedError: Another process holds the embedded stores of ``home``.
             DimensionMismatchError: The store holds vectors of another size.
+
+        Example:
+            >>> service = MemoryService.open(  # doctest: +SKIP
+            ...     memory_url="qdrant+http://qdrant:6333", session_url="redis://redis:6379/0"
+            ... )
         """
         from agentmem.embeddings import default_embedder
 
-        backend = BackendConfig.resolve(
-            home,
-            qdrant_url=qdrant_url,
-            qdrant_api_key=qdrant_api_key,
-            collection=collection,
-            redis_url=redis_url,
-        )
+        where, rest = split_backend_options(options)
+        settings = cast("ServiceSettings", rest)
+        backend = BackendConfig.resolve(home, **where)
         embedder = embedder if embedder is not None else default_embedder()
         leases = acquire_stores(backend, dimension=embedder.dimension)
         try:

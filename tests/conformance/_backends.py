@@ -19,8 +19,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from agentmem.stores.base import SessionStore, StoredMessage
-from agentmem.stores.memory import InMemorySessionStore
-from agentmem.stores.sqlite import SQLiteSessionStore
+from agentmem.stores.registry import backend_for, open_session_store
 from agentmem.types import Message
 from tests.conformance._async_face import AsyncFace as _AsyncFace
 
@@ -31,12 +30,20 @@ __all__ = [
     "StoreSpec",
     "append_worker",
     "assert_writers_intact",
-    "open_redis_store",
     "tagged",
     "unwrap",
 ]
 
-BACKENDS = ("memory", "sqlite", "redis", "redis-cluster")
+#: Each backend of the suite -> the URL of its store, opened through the store registry
+#: (:mod:`agentmem.stores.registry`). ``{tmp}`` is the test's temp dir; any other ``{name}``
+#: is the URL a fixture of that name gives (the test skips without it). Adding a backend
+#: to the suite is one line here.
+BACKENDS = {
+    "memory": "memory://",
+    "sqlite": "sqlite://{tmp}/sessions.db",
+    "redis": "{redis_url}",
+    "redis-cluster": "{redis_cluster_url}",  # redis+cluster://127.0.0.1:<port>
+}
 MODES = ("sync", "async")
 
 
@@ -54,46 +61,30 @@ def unwrap(store: SessionStore) -> SessionStore:
     return store.store if isinstance(store, AsyncFace) else store
 
 
-def open_redis_store(url: str, prefix: str) -> SessionStore:
-    """The one place that builds a Redis store; adjust here if its constructor changes."""
-    from agentmem.stores.redis import RedisSessionStore
-
-    store: SessionStore = RedisSessionStore.from_url(url, prefix=prefix)
-    return store
-
-
 @dataclass(frozen=True)
 class StoreSpec:
     """Where a backend's data lives, so another handle (or process) can open the same store.
 
-    ``target`` is the SQLite path or the Redis URL (``redis+cluster://...`` for a cluster);
-    ``prefix`` the Redis key prefix;
+    ``url`` is the store's URL; ``options`` the keyword options of its backend (a Redis
+    key ``prefix`` of its own per test);
     ``mode`` how :meth:`open`'s store is called (``"sync"`` or ``"async"``, see the module).
     """
 
     backend: str
-    target: str = ""
-    prefix: str = ""
+    url: str
+    options: tuple[tuple[str, str], ...] = ()
     mode: str = "sync"
 
     @property
     def reopenable(self) -> bool:
-        return self.backend != "memory"
+        """Whether a second open reaches the same data (not ``memory://``: one per open)."""
+        backend, url = backend_for("session", self.url)
+        return backend.locate(url) is not None
 
     def open(self) -> SessionStore:
         """A new handle on the store, called in this spec's mode."""
-        store = self._open_store()
+        store = open_session_store(self.url, **dict(self.options))
         return cast("SessionStore", AsyncFace(store)) if self.mode == "async" else store
-
-    def _open_store(self) -> SessionStore:
-        if self.backend == "memory":
-            return InMemorySessionStore()
-        if self.backend == "sqlite":
-            return SQLiteSessionStore(self.target)
-        if self.backend in ("redis", "redis-cluster"):  # the target URL tells them apart
-            return open_redis_store(self.target, self.prefix)
-        msg = f"unknown backend {self.backend!r}"
-        raise ValueError(msg)
 
 
 def tagged(writer: int, index: int) -> Message:

@@ -95,7 +95,7 @@ def test_a_home_held_by_another_process_gets_advice_for_the_command_line(
     assert (run.code, run.stdout) == (1, "")
     [line] = run.stderr.splitlines()
     assert line.startswith(f"agentmem: the memories in {alice_home} are in use by another")
-    for advice in ("Stop that process", "--home", "AGENTMEM_QDRANT_URL", "AGENTMEM_REDIS_URL"):
+    for advice in ("Stop that process", "--home", "AGENTMEM_MEMORY_URL", "--session-url"):
         assert advice in line
     for library_advice in ("MemoryService", "qdrant_url=", "store object"):
         assert library_advice not in line

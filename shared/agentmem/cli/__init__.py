@@ -1,6 +1,7 @@
 """The ``agentmem`` command line.
 
-Commands (each honours ``--home`` / ``AGENTMEM_HOME``)::
+Commands (each honours ``--home`` / ``AGENTMEM_HOME``, and ``--memory-url`` /
+``--session-url``, the store URLs of :mod:`agentmem.backends`)::
 
     agentmem demo                         two scripted sessions, offline, embedded defaults
     agentmem ingest FILE --user U         JSONL chat messages or a LoCoMo-style file
@@ -36,7 +37,7 @@ and before anything is written; 2 for a command line argparse cannot parse; 130 
 interrupted.
 
 A home another process holds (the embedded stores allow one process at a time) is reported
-with what to stop, or the server settings (``AGENTMEM_QDRANT_URL``, ``AGENTMEM_REDIS_URL``)
+with what to stop, or the server settings (``AGENTMEM_MEMORY_URL``, ``AGENTMEM_SESSION_URL``)
 that let several processes share memories.
 
 Only ``demo``, ``ingest``, ``search``, ``context``, ``export --vectors`` and an ``import`` of
@@ -97,8 +98,20 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--home",
         help="data directory of the memories (default: $AGENTMEM_HOME, else the per-user "
-        "data directory, ~/.local/share/agentmem on Linux); with AGENTMEM_QDRANT_URL and "
-        "AGENTMEM_REDIS_URL set, the servers hold them instead",
+        "data directory, ~/.local/share/agentmem on Linux); --memory-url and --session-url "
+        "name other stores",
+    )
+    parser.add_argument(
+        "--memory-url",
+        metavar="URL",
+        help="long-term memory store, e.g. qdrant+http://localhost:6333 (default: "
+        "$AGENTMEM_MEMORY_URL, else Qdrant Edge in the home: edge://HOME/long_term)",
+    )
+    parser.add_argument(
+        "--session-url",
+        metavar="URL",
+        help="session store, e.g. redis://localhost:6379/0 (default: $AGENTMEM_SESSION_URL, "
+        "else SQLite in the home: sqlite://HOME/sessions.db)",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -337,13 +350,14 @@ def _discard_output(out: TextIO) -> None:
 
 def _home_in_use(args: argparse.Namespace) -> str:
     """The message for a home another process holds, worded for the command line."""
-    from agentmem.backends import BackendConfig
+    from agentmem._cli_common import resolve_config
 
-    home = BackendConfig.resolve(args.home).home
+    home = resolve_config(args).home
     return (
         f"the memories in {home} are in use by another process: one process at a time may "
         "open a home. Stop that process (an agent, a notebook kernel or another agentmem "
         "command using this home) and run the command again, or pass another --home. To "
-        "share memories between processes, run them on servers: set AGENTMEM_QDRANT_URL "
-        "(Qdrant) and AGENTMEM_REDIS_URL (Redis)"
+        "share memories between processes, run them on servers: set AGENTMEM_MEMORY_URL "
+        "(qdrant+http://...) and AGENTMEM_SESSION_URL (redis://...), or pass --memory-url "
+        "and --session-url"
     )

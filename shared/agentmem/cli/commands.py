@@ -49,7 +49,7 @@ def _reading(args: argparse.Namespace) -> tuple[LongTermMemory, DeferredEmbedder
     embedder = common.deferred_embedder()
     memory = common.open_long_term(config, user, embedder)
     try:
-        common.require_user_memories(memory, config.qdrant_url or config.home)
+        common.require_user_memories(memory, config.describe_memories())
     except BaseException:
         memory.close()
         raise
@@ -96,13 +96,15 @@ def context_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         )
         raise ConfigurationError(msg)
     memory, embedder = _reading(args)
+    config = common.resolve_config(args)
     try:
         manager = MemoryManager.open(
             user_id=memory.scope.user_id,
             session_id=session,
-            home=common.resolve_config(args).home,
+            home=config.home,
             llm=common.llm_from_environment(err),
             embedder=embedder,
+            **config.as_options(),
         )
     finally:
         memory.close()  # the manager holds its own share of the store
@@ -253,6 +255,7 @@ def ingest_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         llm=llm,
         embedder=embedder,
         consolidate_every_tokens=None,
+        **config.as_options(),
     )
     try:
         assert chats is not None

@@ -92,10 +92,15 @@ def check_query(query: str) -> str:
 
 
 def resolve_config(args: argparse.Namespace) -> BackendConfig:
-    """Where the stores are: ``--home``/``AGENTMEM_HOME`` and the server variables."""
+    """Where the stores are: ``--memory-url``, ``--session-url`` and ``--home``, else the
+    environment (see :mod:`agentmem.backends`)."""
     from agentmem.backends import BackendConfig
 
-    return BackendConfig.resolve(args.home)
+    return BackendConfig.resolve(
+        args.home,
+        memory_url=getattr(args, "memory_url", None),
+        session_url=getattr(args, "session_url", None),
+    )
 
 
 def check_home(config: BackendConfig) -> None:
@@ -108,10 +113,10 @@ def check_home(config: BackendConfig) -> None:
 def require_memories_home(config: BackendConfig, user: str) -> None:
     """For reading commands: refuse a home that holds no memories at all (nothing created)."""
     check_home(config)
-    if config.qdrant_url is None and not (config.home / "long_term").is_dir():
+    if config.memory_path is not None and not config.memory_path.is_dir():
         msg = (
-            f"no memories in {config.home} yet: store some with `agentmem ingest FILE --user "
-            f"{user}` (or run `agentmem demo`), or pass the --home that holds them"
+            f"no memories in {config.describe_memories()} yet: store some with `agentmem ingest "
+            f"FILE --user {user}` (or run `agentmem demo`), or pass the --home that holds them"
         )
         raise InvalidValueError(msg)
 
@@ -147,7 +152,9 @@ def open_long_term(config: BackendConfig, user: str, embedder: DeferredEmbedder)
     """The user's long-term memory on the configured store (no model is loaded)."""
     from agentmem.long_term import LongTermMemory
 
-    return LongTermMemory.open(user_id=user, home=config.home, embedder=embedder)
+    return LongTermMemory.open(
+        user_id=user, home=config.home, embedder=embedder, **config.as_options()
+    )
 
 
 def llm_from_environment(err: TextIO) -> ChatModel | None:

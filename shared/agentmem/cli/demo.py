@@ -57,8 +57,14 @@ def demo_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     llm = common.llm_from_environment(err)
 
     out.write(f"agentmem demo — home: {config.home}\n")
+    where = config.as_options()
     one = MemoryManager.open(
-        user_id=user, home=config.home, llm=llm, embedder=embedder, consolidate_every_tokens=None
+        user_id=user,
+        home=config.home,
+        llm=llm,
+        embedder=embedder,
+        consolidate_every_tokens=None,
+        **where,
     )
     try:
         embedder.load()
@@ -75,7 +81,7 @@ def demo_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     finally:
         one.close()
 
-    two = MemoryManager.open(user_id=user, home=config.home, llm=None, embedder=embedder)
+    two = MemoryManager.open(user_id=user, home=config.home, llm=None, embedder=embedder, **where)
     try:
         out.write(f"\n== Session two ({two.session_id}), a new conversation\n")
         out.write(f"  user: {SESSION_TWO_QUERY}\n")

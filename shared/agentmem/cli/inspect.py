@@ -29,13 +29,15 @@ def inspect_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         msg = f"--port must be from 0 to 65535 (0: any free port), got {args.port}"
         raise InvalidValueError(msg)
     user = common.check_session(args.user, "--user")
-    if config.qdrant_url is None and not (config.home / "long_term").is_dir():
+    if config.memory_path is not None and not config.memory_path.is_dir():
         msg = (
-            f"no memories in {config.home} yet: store some with `agentmem ingest FILE --user U`"
-            " (or run `agentmem demo`), or pass the --home that holds them"
+            f"no memories in {config.describe_memories()} yet: store some with `agentmem ingest "
+            "FILE --user U` (or run `agentmem demo`), or pass the --home that holds them"
         )
         raise InvalidValueError(msg)
-    service = MemoryService.open(config.home, embedder=common.deferred_embedder())
+    service = MemoryService.open(
+        config.home, embedder=common.deferred_embedder(), **config.as_options()
+    )
     try:
         server = service.serve_inspector(args.host, args.port, allow_edits=args.allow_edits)
         url = server.url if user is None else f"{server.origin}/u/{user}?token={server.token}"

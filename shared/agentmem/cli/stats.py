@@ -63,7 +63,7 @@ def stats_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             return store.count(scope, filter=flt)
 
         total = count()
-        common.check_user_memories(total, user, config.qdrant_url or config.home)
+        common.check_user_memories(total, user, config.describe_memories())
         current = store.count(scope, filter=RecordFilter())
         for memory_type in MEMORY_TYPES:
             of_type = count(memory_types=(memory_type,))

@@ -7,8 +7,8 @@ consolidator, the forgetting policy and the consolidation scheduler are put toge
 exists once. :class:`ManagerBuilder` holds what the managers of a deployment share (the
 config, the session store, the chat model, the token counter, the consolidation queue) and
 makes one manager per user and session; the stores themselves come from
-:func:`agentmem.backends.acquire_stores`. The caller names the manager class to make
-(``manager_class``), so this module does not import the manager.
+:func:`agentmem.backends.acquire_stores`, named by the :class:`ManagerOptions`. The caller
+names the manager class to make (``manager_class``), so this module does not import the manager.
 
 Example:
     >>> from agentmem.controller.builder import ManagerBuilder
@@ -26,10 +26,12 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, TypeVar, cast
 
-from agentmem.backends import BackendConfig, acquire_stores
-from agentmem.controller.config import ManagerConfig
+from typing_extensions import Unpack
+
+from agentmem.backends import BackendConfig, BackendOptions, acquire_stores, split_backend_options
+from agentmem.controller.config import ManagerConfig, ManagerSettings
 from agentmem.controller.consolidation import MemoryConsolidator
 from agentmem.controller.forgetting import ForgettingPolicy
 from agentmem.controller.ownership import SessionOwners
@@ -50,7 +52,13 @@ if TYPE_CHECKING:
 #: not import it, so the controller's modules import each other one way only.
 M = TypeVar("M")
 
-__all__ = ["ManagerBuilder"]
+__all__ = ["ManagerBuilder", "ManagerOptions"]
+
+
+class ManagerOptions(ManagerSettings, BackendOptions, total=False):
+    """The keyword arguments of :meth:`MemoryManager.open <agentmem.MemoryManager.open>`:
+    the :class:`~agentmem.controller.config.ManagerSettings` and where the stores are
+    (:class:`~agentmem.backends.BackendOptions`)."""
 
 
 class ManagerBuilder:
@@ -100,7 +108,6 @@ class ManagerBuilder:
     @classmethod
     def open(
         cls,
-        config: ManagerConfig,
         *,
         user_id: str,
         session_id: str | None = None,
@@ -108,13 +115,18 @@ class ManagerBuilder:
         llm: ChatModel | None = None,
         embedder: Embedder | None = None,
         manager_class: Callable[..., M],
+        **options: Unpack[ManagerOptions],
     ) -> M:
-        """A manager that owns a share of the stores of ``home`` (or of the servers set in
-        the environment) and releases it when closed (see ``MemoryManager.open``)."""
+        """A manager that owns a share of the stores ``options`` name (default: those of
+        the environment, else of ``home``) and releases it when closed (see
+        ``MemoryManager.open``)."""
         from agentmem.embeddings import default_embedder
 
+        where, settings = split_backend_options(options)
+        backend = BackendConfig.resolve(home, **where)
+        config = ManagerConfig(**cast("ManagerSettings", settings))
         embedder = embedder if embedder is not None else default_embedder()
-        leases = acquire_stores(BackendConfig.resolve(home), dimension=embedder.dimension)
+        leases = acquire_stores(backend, dimension=embedder.dimension)
         try:
             builder = cls(config, sessions=leases.sessions.value, llm=llm)
             # The memory holds the store's share (closing it never closes a shared store).

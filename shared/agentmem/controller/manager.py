@@ -44,7 +44,7 @@ from agentmem.context import (
     check_required,
     check_share,
 )
-from agentmem.controller.builder import ManagerBuilder
+from agentmem.controller.builder import ManagerBuilder, ManagerOptions
 from agentmem.controller.config import ManagerConfig, ManagerSettings
 from agentmem.controller.conflicts import ConflictDecision
 from agentmem.controller.consolidation import ConsolidationReport, MemoryConsolidator
@@ -177,7 +177,7 @@ class MemoryManager:
         home: str | Path | None = None,
         llm: ChatModel | None = None,
         embedder: Embedder | None = None,
-        **settings: Unpack[ManagerSettings],
+        **options: Unpack[ManagerOptions],
     ) -> MemoryManager:
         """A manager on the embedded defaults: SQLite sessions and Qdrant Edge memories
         under ``home`` (``AGENTMEM_HOME``, else the per-user data directory), the local
@@ -186,27 +186,30 @@ class MemoryManager:
         ``session_id`` defaults to a new id; pass an earlier one to resume a conversation.
 
         Any number of managers (users, sessions) can be open at once in one process on the
-        same home: they share its stores, which close with the last manager. With
-        ``AGENTMEM_QDRANT_URL`` / ``AGENTMEM_REDIS_URL`` set, the stores are the Qdrant
-        server and Redis instead (see :mod:`agentmem.backends`). A server that holds many
+        same home: they share its stores, which close with the last manager. Other stores
+        are named by URL (``memory_url=``, ``session_url=``, or ``AGENTMEM_MEMORY_URL`` /
+        ``AGENTMEM_SESSION_URL``: see :mod:`agentmem.backends`). A server that holds many
         users is better served by one :class:`~agentmem.MemoryService`.
 
-        The settings (``model``, ``max_short_term_tokens``, ``consolidate_every_tokens``,
-        ``background``, ``clock``, ``system_prompt``) are those of
+        The other options are the settings (``model``, ``max_short_term_tokens``,
+        ``consolidate_every_tokens``, ``background``, ``clock``, ``system_prompt``) of
         :class:`~agentmem.controller.config.ManagerConfig`, with its defaults.
 
         Example:
             >>> with MemoryManager.open(user_id="alice", home=tmp_home) as mem:  # doctest: +SKIP
             ...     _ = mem.process_interaction("I indent with tabs", "Noted.")
+            >>> mem = MemoryManager.open(  # doctest: +SKIP
+            ...     user_id="alice", memory_url="memory://", session_url="memory://"
+            ... )
         """
         return ManagerBuilder.open(
-            ManagerConfig(**settings),
             user_id=user_id,
             session_id=session_id,
             home=home,
             llm=llm,
             embedder=embedder,
             manager_class=cls,
+            **options,
         )
 
     @classmethod

@@ -18,9 +18,10 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
+from typing_extensions import Unpack
 
 from agentmem._sansio import Program, async_twin, call, twin
 from agentmem._util.pydantic_errors import describe
@@ -46,6 +47,9 @@ from agentmem.long_term.store import FusionPlan, MemoryStore, ScoredRecord, Spar
 from agentmem.long_term.temporal import date_terms, query_windows
 from agentmem.sparse import Bm25Encoder, SparseEncoder
 from agentmem.types import utcnow
+
+if TYPE_CHECKING:
+    from agentmem.backends import BackendOptions
 
 __all__ = ["CONTEXT_KEY", "MAX_CONTENT_CHARS", "LongTermMemory", "index_text"]
 
@@ -147,19 +151,27 @@ class LongTermMemory:
         home: str | Path | None = None,
         embedder: Embedder | None = None,
         ranking: RankingConfig | None = None,
+        **backend: Unpack[BackendOptions],
     ) -> LongTermMemory:
         """Long-term memory on the embedded defaults: Qdrant Edge under ``home`` and the
         local all-MiniLM-L6-v2 embedder (loaded once per process). ``home`` defaults to
-        ``AGENTMEM_HOME``; with ``AGENTMEM_QDRANT_URL`` set, the Qdrant server instead.
+        ``AGENTMEM_HOME``; ``memory_url=`` (or ``AGENTMEM_MEMORY_URL``) names another store
+        (:class:`~agentmem.backends.BackendOptions`).
 
         Any number of memories (users) can be open at once in one process on one home:
         they share its store, which closes with the last of them.
+
+        Example:
+            >>> memory = LongTermMemory.open(  # doctest: +SKIP
+            ...     user_id="alice", memory_url="qdrant+http://localhost:6333"
+            ... )
         """
         from agentmem.backends import BackendConfig, acquire_memory_store
         from agentmem.embeddings import default_embedder
 
+        config = BackendConfig.resolve(home, **backend)
         embedder = embedder if embedder is not None else default_embedder()
-        lease = acquire_memory_store(BackendConfig.resolve(home), dimension=embedder.dimension)
+        lease = acquire_memory_store(config, dimension=embedder.dimension)
         try:
             return cls(
                 store=lease.value,

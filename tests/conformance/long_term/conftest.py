@@ -20,12 +20,13 @@ from typing import Any
 import pytest
 
 from agentmem.long_term.store import MemoryStore
-from tests.conformance.long_term.memory_store_backends import MODES, MemorySpec
+from tests.conformance.long_term.memory_store_backends import MODES, URLS, MemorySpec
 
 
 def _params() -> list[Any]:
-    # Like langchain-qdrant's qdrant_locations(): the server only when QDRANT_URL is set.
-    params: list[Any] = ["memory", "edge", "local", "native"]
+    # Each backend named by URL (URLS), then the two on a shared qdrant-client object; like
+    # langchain-qdrant's qdrant_locations(): the server only when QDRANT_URL is set.
+    params: list[Any] = [name for name in URLS if name != "server"] + ["local", "native"]
     if os.environ.get("QDRANT_URL"):
         params.append(pytest.param("server", marks=pytest.mark.integration))
     return params

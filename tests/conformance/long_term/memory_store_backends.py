@@ -26,14 +26,14 @@ from qdrant_client import QdrantClient
 
 from agentmem.long_term.records import MemoryRecord, Scope
 from agentmem.long_term.store import MemoryStore, SparseVector
-from agentmem.stores.in_memory import InMemoryMemoryStore
 from agentmem.stores.qdrant.client import QdrantClientStore
-from agentmem.stores.qdrant.edge import QdrantEdgeStore
+from agentmem.stores.registry import open_memory_store
 from tests.conformance._async_face import AsyncFace as _AsyncFace
 
 __all__ = [
     "DIM",
     "MODES",
+    "URLS",
     "AsyncFace",
     "AsyncOverSync",
     "MemorySpec",
@@ -45,6 +45,15 @@ __all__ = [
 
 DIM = 8
 MODES = ("sync", "async")
+
+#: The backends opened by URL, through the store registry (:mod:`agentmem.stores.registry`):
+#: adding one to the suite is one line here (``{path}``: a temp dir of the test). ``local``
+#: and ``native`` share one qdrant-client object between opens, so they are built below.
+URLS = {
+    "memory": "memory://",
+    "edge": "edge://{path}",
+    "server": "qdrant+{url}",  # QDRANT_URL (http://...)
+}
 
 
 class AsyncFace(_AsyncFace):
@@ -95,10 +104,10 @@ class MemorySpec:
         return cast("MemoryStore", AsyncFace(store)) if self.mode == "async" else store
 
     def _open(self, dimension: int) -> MemoryStore:
-        if self.backend == "memory":
-            return InMemoryMemoryStore(dimension=dimension)
-        if self.backend == "edge":
-            return QdrantEdgeStore(self.path or Path("."), dimension=dimension)
+        if self.backend in URLS:  # through the store registry, as every opener does
+            url = URLS[self.backend].format(path=self.path, url=self.url)
+            options = {"collection": self.collection} if self.backend == "server" else {}
+            return open_memory_store(url, dimension=dimension, **options)
         if self.backend in ("local", "native"):
             if self.client is None:
                 self.client = QdrantClient(":memory:")
@@ -107,7 +116,8 @@ class MemorySpec:
                 store._async = cast("Any", AsyncOverSync(self.client))
                 store._native_async = True
             return store
-        return QdrantClientStore(url=self.url, collection=self.collection, dimension=dimension)
+        msg = f"unknown backend {self.backend!r}"
+        raise ValueError(msg)
 
     def drop(self) -> None:
         if self.backend == "server":
