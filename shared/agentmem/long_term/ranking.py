@@ -13,7 +13,8 @@ answers plans in :meth:`MemoryStore.fused_search` (the engine of
 
 Every final score is the sum of the :data:`SCORE_PARTS` a hit's ``explain`` components
 hold: ``base`` (the fused or raw score), ``temporal_boost``, ``importance_boost`` and
-``recency_boost``. ``final`` is that sum, equal to the score.
+``recency_boost``. ``final`` is that sum, equal to the score (rounded to float32 in the
+rankings by the lists' own scores, as their scores always were: see :func:`list_plan`).
 
 
 Hybrid search (the default) takes the dense and the BM25 candidate lists with their raw
@@ -44,6 +45,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import struct
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -107,8 +109,8 @@ class RankingConfig:
         mode: ``hybrid`` (dense + BM25), ``dense`` or ``bm25``.
         fusion: How hybrid fuses the lists: ``score`` (default: normalized BM25 plus
             weighted cosine, with the temporal boost and the relevance floor) or ``rrf``
-            (Qdrant's Reciprocal Rank Fusion inside the store, equal weights, no floor:
-            agentmem 0.1's ranking).
+            (Reciprocal Rank Fusion of the two lists with Qdrant's constant, equal
+            weights, no floor: agentmem 0.1's ranking).
         candidates: Candidates taken from each list before fusion.
         dense_weight: Weight of the cosine similarity against the normalized BM25 score.
         temporal_weight: Added to a memory formed in a period the query names.
@@ -534,6 +536,11 @@ def list_plan(
     best ``candidates`` by base score are boosted. A boost adds at most
     ``importance_weight + recency_weight``, so only the records of candidates within that
     of the ``limit``-th base score are read.
+
+    The score is rounded to a float32, the precision of the engines' raw scores (and of the
+    scores these rankings had when Qdrant computed them): boosts differing below it (two
+    memories formed seconds apart) tie, and ties go by id (:func:`order_hits`). So its
+    ``explain`` parts add up to it within float32 precision.
     """
     boost = check_boost(boost)
     hybrid = len(sides) == 2
@@ -569,7 +576,7 @@ def list_plan(
         if vectors:
             read[i] = row[1]
         importance, recency = boosts(boost, record) if boost is not None else (0.0, 0.0)
-        score = base[i] + importance + recency
+        score = _float32(base[i] + importance + recency)
         parts: dict[str, float] = {}
         if explain:
             for side in sides:
@@ -585,6 +592,16 @@ def list_plan(
             parts["final"] = score
         hits.append(ScoredRecord(record, score, parts))
     return order_hits(hits)[:limit], read
+
+
+def _float32(value: float) -> float:
+    """``value`` rounded to the nearest float32.
+
+    Example:
+        >>> _float32(0.1)
+        0.10000000149011612
+    """
+    return float(struct.unpack("f", struct.pack("f", value))[0])
 
 
 def search_plan(

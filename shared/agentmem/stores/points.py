@@ -287,7 +287,7 @@ def validate_sparse(vector: SparseVector) -> SparseVector:
 def record_payload(record: MemoryRecord) -> dict[str, Any]:
     """The stored payload: :meth:`MemoryRecord.to_payload` without null ``*_ts`` keys.
 
-    Absent (not null) timestamps let the ranking formula fall back to its defaults.
+    Absent (not null) timestamps leave a point out of scrolls ordered by that field.
     """
     payload = record.to_payload()
     for key in _TS_KEYS:
