@@ -9,7 +9,7 @@ answers them with its public single-sided ``search`` (no boost) and ``get``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from agentmem._sansio import Program, call
@@ -23,7 +23,7 @@ from agentmem.long_term.store import (
     SparseVector,
 )
 
-__all__ = ["fused_search_program"]
+__all__ = ["fused_search_program", "run_plan"]
 
 
 def _search_kwargs(
@@ -47,6 +47,29 @@ def _search_kwargs(
     }
 
 
+def run_plan(
+    plan: FusionPlan,
+    scores: Callable[[list[ScoreRequest]], Program[list[dict[str, float]]]],
+    records: Callable[[RecordRequest], Program[dict[str, Any]]],
+) -> Program[list[ScoredRecord]]:
+    """Drive ``plan``: ``scores`` answers its score requests (those asked together at
+    once), ``records`` its record requests; returns the plan's hits."""
+    request = next(plan)
+    while True:
+        answer: Any
+        if isinstance(request, RecordRequest):
+            answer = yield from records(request)
+        else:
+            batch = [request] if isinstance(request, ScoreRequest) else list(request)
+            found = yield from scores(batch)
+            answer = found[0] if isinstance(request, ScoreRequest) else found
+        try:
+            request = plan.send(answer)
+        except StopIteration as stop:
+            result: list[ScoredRecord] = stop.value
+            return result
+
+
 def fused_search_program(
     store: MemoryStore,
     scope: Scope,
@@ -58,29 +81,26 @@ def fused_search_program(
     """Answer ``plan`` through the public ``search``/``get`` of any :class:`MemoryStore`
     (the generic :meth:`MemoryStore.fused_search`); run it with ``drive``/``adrive``."""
     seen: dict[str, MemoryRecord] = {}
-    request = next(plan)
-    while True:
-        answer: Any
-        if not isinstance(request, RecordRequest):  # a ScoreRequest or a tuple of them
-            scored = []
-            for one in (request,) if isinstance(request, ScoreRequest) else request:
-                kwargs = _search_kwargs(one, flt, dense, sparse)
-                hits = yield from call(store.search, store.asearch, scope, **kwargs)
-                seen.update((h.record.id, h.record) for h in hits)
-                scored.append({h.record.id: h.score for h in hits})
-            answer = scored[0] if isinstance(request, ScoreRequest) else scored
-        else:
-            missing = [i for i in request.ids if i not in seen]
-            if missing:
-                found = yield from call(store.get, store.aget, scope, missing)
-                seen.update((r.id, r) for r in found)
-            answer = {i: seen[i] for i in request.ids if i in seen}
-            if request.vectors:
-                ids = list(answer)
-                vectors = yield from call(store.get_vectors, store.aget_vectors, scope, ids)
-                answer = {i: (answer[i], vectors[i]) for i in ids if i in vectors}
-        try:
-            request = plan.send(answer)
-        except StopIteration as stop:
-            result: list[ScoredRecord] = stop.value
-            return result
+
+    def scores(batch: list[ScoreRequest]) -> Program[list[dict[str, float]]]:
+        scored = []
+        for one in batch:
+            kwargs = _search_kwargs(one, flt, dense, sparse)
+            hits = yield from call(store.search, store.asearch, scope, **kwargs)
+            seen.update((h.record.id, h.record) for h in hits)
+            scored.append({h.record.id: h.score for h in hits})
+        return scored
+
+    def records(request: RecordRequest) -> Program[dict[str, Any]]:
+        missing = [i for i in request.ids if i not in seen]
+        if missing:
+            found = yield from call(store.get, store.aget, scope, missing)
+            seen.update((r.id, r) for r in found)
+        answer: dict[str, Any] = {i: seen[i] for i in request.ids if i in seen}
+        if request.vectors:
+            ids = list(answer)
+            vectors = yield from call(store.get_vectors, store.aget_vectors, scope, ids)
+            answer = {i: (answer[i], vectors[i]) for i in ids if i in vectors}
+        return answer
+
+    return (yield from run_plan(plan, scores, records))

@@ -9,7 +9,7 @@ asks the store for raw scores (:class:`~agentmem.long_term.store.ScoreRequest`) 
 answers plans in :meth:`MemoryStore.fused_search` (the engine of
 :mod:`agentmem.stores.engine` with its payload-free searches; any other store through
 :func:`agentmem.long_term._fusion.fused_search_program`). :func:`ranking_plan` is
-``LongTermMemory``'s search, :func:`search_plan` the store's own ``search``.
+``LongTermMemory``'s search, :func:`list_plan` also the store's own ``search``.
 
 Every final score is the sum of the :data:`SCORE_PARTS` a hit's ``explain`` components
 hold: ``base`` (the fused or raw score), ``temporal_boost``, ``importance_boost`` and
@@ -46,7 +46,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import struct
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -56,7 +56,6 @@ from agentmem.long_term.records import MemoryRecord
 from agentmem.long_term.store import (
     Boost,
     FusionPlan,
-    FusionRequest,
     RecordRequest,
     ScoredRecord,
     ScoreRequest,
@@ -77,10 +76,10 @@ __all__ = [
     "check_boost",
     "diversify",
     "fusion_plan",
+    "list_plan",
     "order_hits",
     "ranking_plan",
     "rrf_scores",
-    "search_plan",
 ]
 
 SearchMode = Literal["hybrid", "dense", "bm25"]
@@ -525,12 +524,12 @@ def list_plan(
     boost: Boost | None,
     explain: bool,
     exact: bool = False,
-    vectors: bool = False,
-) -> Generator[FusionRequest, Any, tuple[list[ScoredRecord], dict[str, list[float]]]]:
+    finish: Callable[[list[ScoredRecord], list[list[float]]], list[ScoredRecord]] | None = None,
+) -> FusionPlan:
     """Rank by the lists' own scores: one side's raw score (cosine or BM25), or with both
     sides the RRF of their ranks (:func:`rrf_scores`: agentmem 0.1's hybrid ranking, no
-    floor), plus the boosts (:func:`boosts`). Returns the best ``limit`` hits and, with
-    ``vectors``, their dense vectors by id.
+    floor), plus the boosts (:func:`boosts`). Returns the best ``limit`` hits, or with
+    ``finish`` what it makes of them and their dense vectors (read with the records).
 
     The lists hold ``candidates`` each (only ``limit`` for one side without boosts); the
     best ``candidates`` by base score are boosted. A boost adds at most
@@ -555,7 +554,7 @@ def list_plan(
         bar = base[pool[limit - 1]] - boost.importance_weight - boost.recency_weight
         chosen = [i for i in pool if base[i] >= bar]
     if not chosen:
-        return [], {}
+        return []
     raw = {side: dict(found) for side, found in lists.items()}
     ranks = {side: {i: n for n, i in enumerate(found, start=1)} for side, found in lists.items()}
     if explain and hybrid:  # the raw score of a hit on the side whose list missed it
@@ -565,6 +564,7 @@ def list_plan(
             found = yield tuple(ScoreRequest(side, len(ids), ids) for side, ids in fills)
             for (side, _), more in zip(fills, found, strict=True):
                 raw[side].update(more)
+    vectors = finish is not None
     rows: dict[str, Any] = yield RecordRequest(tuple(chosen), vectors)
     hits: list[ScoredRecord] = []
     read: dict[str, list[float]] = {}
@@ -591,7 +591,8 @@ def list_plan(
                 parts["importance_boost"], parts["recency_boost"] = importance, recency
             parts["final"] = score
         hits.append(ScoredRecord(record, score, parts))
-    return order_hits(hits)[:limit], read
+    hits = order_hits(hits)[:limit]
+    return hits if finish is None else finish(hits, [read[h.record.id] for h in hits])
 
 
 def _float32(value: float) -> float:
@@ -602,22 +603,6 @@ def _float32(value: float) -> float:
         0.10000000149011612
     """
     return float(struct.unpack("f", struct.pack("f", value))[0])
-
-
-def search_plan(
-    sides: Sequence[Side],
-    *,
-    limit: int,
-    candidates: int,
-    boost: Boost | None,
-    explain: bool,
-    exact: bool = False,
-) -> FusionPlan:
-    """The plan of a store's own ``search`` (:func:`list_plan`): the best ``limit`` hits."""
-    hits, _ = yield from list_plan(
-        sides, limit=limit, candidates=candidates, boost=boost, explain=explain, exact=exact
-    )
-    return hits
 
 
 def ranking_plan(
@@ -654,13 +639,17 @@ def ranking_plan(
         "hybrid": ("dense", "sparse"),
     }
     sides = sides_of[mode]
-    hits, read = yield from list_plan(
-        sides,
-        limit=fetch,
-        candidates=candidates,
-        boost=config.boost(now),
-        explain=explain,
-        vectors=config.diversifies,
+
+    def finish(hits: list[ScoredRecord], vectors: list[list[float]]) -> list[ScoredRecord]:
+        return config.finish(hits, vectors, top_k, explain=explain)
+
+    return (
+        yield from list_plan(
+            sides,
+            limit=fetch,
+            candidates=candidates,
+            boost=config.boost(now),
+            explain=explain,
+            finish=finish if config.diversifies else None,
+        )
     )
-    vectors = [read[h.record.id] for h in hits] if config.diversifies else []
-    return config.finish(hits, vectors, top_k, explain=explain)

@@ -60,7 +60,8 @@ from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 from agentmem._closing import ClosesOnExit
 from agentmem._sansio import Program, async_twin, blocking, drive, offload, twin
 from agentmem.errors import InvalidValueError, MemoryNotFoundError, StoreClosedError
-from agentmem.long_term.ranking import search_plan
+from agentmem.long_term._fusion import run_plan
+from agentmem.long_term.ranking import list_plan
 from agentmem.long_term.records import MemoryRecord, RecordFilter, Scope
 from agentmem.long_term.store import (
     Boost,
@@ -371,7 +372,7 @@ class MemoryStoreEngine(ClosesOnExit, ABC):
             sides.append("dense")
         if sparse is not None:
             sides.append("sparse")
-        plan = search_plan(
+        plan = list_plan(
             sides,
             limit=limit,
             candidates=max(candidates, limit),
@@ -412,21 +413,14 @@ class MemoryStoreEngine(ClosesOnExit, ABC):
             exact = request.exact or request.ids is not None
             return pt.QuerySpec(conds, request.limit, vectors[request.side], exact)
 
-        request = next(plan)
-        while True:
-            answer: Any
-            if isinstance(request, RecordRequest):
-                answer = yield from self._records(scope, list(request.ids), request.vectors)
-            else:
-                batch = [request] if isinstance(request, ScoreRequest) else list(request)
-                found = yield from self._query_batch([spec(one) for one in batch])
-                scored = [{h.id: h.score for h in hits} for hits in found]
-                answer = scored[0] if isinstance(request, ScoreRequest) else scored
-            try:
-                request = plan.send(answer)
-            except StopIteration as stop:
-                result: list[ScoredRecord] = stop.value
-                return result
+        def scores(batch: list[ScoreRequest]) -> Program[list[dict[str, float]]]:
+            found = yield from self._query_batch([spec(one) for one in batch])
+            return [{h.id: h.score for h in hits} for hits in found]
+
+        def records(request: RecordRequest) -> Program[dict[str, Any]]:
+            return (yield from self._records(scope, list(request.ids), request.vectors))
+
+        return (yield from run_plan(plan, scores, records))
 
     def _records(self, scope: Scope, ids: list[str], vectors: bool) -> Program[dict[str, Any]]:
         """The records of ``ids`` in ``scope`` by id; with ``vectors``, each with its dense
