@@ -46,7 +46,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import struct
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -485,13 +485,9 @@ def fusion_plan(
     rows: dict[str, Any] = yield RecordRequest(chosen, with_vectors)
     hits = []
     vectors: list[list[float]] = []
-    for i in chosen:
-        row = rows.get(i)
-        if row is None:  # deleted between the two reads
-            continue
-        record: MemoryRecord = row[0] if with_vectors else row
-        if with_vectors:
-            vectors.append(row[1])
+    for i, record, vector in _rows(rows, chosen, with_vectors):
+        if vector is not None:
+            vectors.append(vector)
         importance, recency = boost_parts(config, record, now)
         score = base[i] + temporal[i] + importance + recency
         parts: dict[str, float] = {}
@@ -514,6 +510,17 @@ def fusion_plan(
     return config.finish(
         hits, [by_id[h.record.id] for h in hits] if by_id else [], top_k, explain=explain
     )
+
+
+def _rows(
+    rows: Mapping[str, Any], ids: Sequence[str], vectors: bool
+) -> Iterator[tuple[str, MemoryRecord, list[float] | None]]:
+    """``(id, record, vector or None)`` of each of ``ids`` in the answer ``rows`` to a
+    :class:`RecordRequest` (one deleted between the two reads is skipped)."""
+    for i in ids:
+        row = rows.get(i)
+        if row is not None:
+            yield (i, row[0], row[1]) if vectors else (i, row, None)
 
 
 def list_plan(
@@ -568,13 +575,9 @@ def list_plan(
     rows: dict[str, Any] = yield RecordRequest(tuple(chosen), vectors)
     hits: list[ScoredRecord] = []
     read: dict[str, list[float]] = {}
-    for i in chosen:
-        row = rows.get(i)
-        if row is None:  # deleted between the two reads
-            continue
-        record: MemoryRecord = row[0] if vectors else row
-        if vectors:
-            read[i] = row[1]
+    for i, record, vector in _rows(rows, chosen, vectors):
+        if vector is not None:
+            read[i] = vector
         importance, recency = boosts(boost, record) if boost is not None else (0.0, 0.0)
         score = _float32(base[i] + importance + recency)
         parts: dict[str, float] = {}

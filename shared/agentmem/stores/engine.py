@@ -413,19 +413,22 @@ class MemoryStoreEngine(ClosesOnExit, ABC):
             exact = request.exact or request.ids is not None
             return pt.QuerySpec(conds, request.limit, vectors[request.side], exact)
 
-        def scores(batch: list[ScoreRequest]) -> Program[list[dict[str, float]]]:
-            found = yield from self._query_batch([spec(one) for one in batch])
-            return [{h.id: h.score for h in hits} for hits in found]
-
-        def records(request: RecordRequest) -> Program[dict[str, Any]]:
-            return (yield from self._records(scope, list(request.ids), request.vectors))
-
+        scores = functools.partial(self._scores, spec)
+        records = functools.partial(self._records, scope)
         return (yield from run_plan(plan, scores, records))
 
-    def _records(self, scope: Scope, ids: list[str], vectors: bool) -> Program[dict[str, Any]]:
-        """The records of ``ids`` in ``scope`` by id; with ``vectors``, each with its dense
-        vector."""
-        if vectors:
+    def _scores(
+        self, spec: Callable[[ScoreRequest], pt.QuerySpec], batch: list[ScoreRequest]
+    ) -> Program[list[dict[str, float]]]:
+        """The raw scores of a plan's score requests (one batch of searches)."""
+        found = yield from self._query_batch([spec(one) for one in batch])
+        return [{h.id: h.score for h in hits} for hits in found]
+
+    def _records(self, scope: Scope, request: RecordRequest) -> Program[dict[str, Any]]:
+        """The records a plan asks for that are in ``scope``, by id; with ``vectors``, each
+        with its dense vector."""
+        ids = list(request.ids)
+        if request.vectors:
             pairs = yield from self._retrieve_dense(ids)
             return {
                 h.id: (pt.record_from_payload(h.id, h.payload), vector)
