@@ -23,8 +23,8 @@ mode=..., touch=False)``); every cut-off k is scored from that list.
 Rankings: ``results`` holds ``dense``, ``bm25`` and ``hybrid`` (the library's defaults, or
 the command line's ranking options); ``variants`` holds ``hybrid_no_floor`` (the relevance
 floor off: what it costs and saves, also in ``floor``) and ``legacy_rrf`` (agentmem 0.1's
-equal-weight RRF inside Qdrant, on the same index: the latency baseline of the same run,
-``latency_ratio_vs_legacy_rrf``). ``per_conversation`` breaks every ranking down by
+equal-weight RRF of the dense and BM25 lists, on the same index: the latency baseline of
+the same run, ``latency_ratio_vs_legacy_rrf``). ``per_conversation`` breaks every ranking down by
 conversation. ``--loco`` also scores a grid of ``dense_weight`` x ``temporal_weight`` and
 reports leave-one-conversation-out: each conversation scored with the grid point that is
 best on the other conversations.

@@ -19,7 +19,7 @@ import qdrant_edge as qe
 from agentmem.long_term.records import MemoryRecord, RecordFilter, Scope
 from agentmem.long_term.store import DENSE_VECTOR as DENSE
 from agentmem.long_term.store import SparseVector
-from agentmem.stores.qdrant import _common as qc
+from agentmem.stores import points as pt
 from agentmem.stores.qdrant import edge as edge_module
 from agentmem.stores.qdrant._edge_shard import lazy_layout
 from agentmem.stores.qdrant.edge import AutoIndex, QdrantEdgeStore
@@ -93,7 +93,7 @@ def test_an_older_store_gets_current_scope_at_open_and_a_rebuild(tmp_path: Path)
     store.set_fields(ALICE, [ended.id], {"valid_to": ended.created_at})
     # As agentmem 0.2 wrote them: no current_scope key.
     store._shard.update(
-        qe.UpdateOperation.delete_payload([r.id for r in records], [qc.CURRENT_SCOPE_FIELD])
+        qe.UpdateOperation.delete_payload([r.id for r in records], [pt.CURRENT_SCOPE_FIELD])
     )
     generation = (tmp_path / "CURRENT").read_text()
     store.close()
@@ -140,7 +140,7 @@ def test_rarely_filtered_payload_indexes_are_memory_mapped(tmp_path: Path) -> No
             storage = kinds[0].get("storage_type")
             if isinstance(storage, dict) and "mmap" in storage:  # an indexed segment's
                 placements[field] = storage["mmap"]["is_on_disk"]
-    assert [placements[f] for f in ("content_hash", "created_ts", qc.CURRENT_SCOPE_FIELD)] == [
+    assert [placements[f] for f in ("content_hash", "created_ts", pt.CURRENT_SCOPE_FIELD)] == [
         True,
         True,
         False,

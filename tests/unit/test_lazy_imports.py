@@ -136,6 +136,22 @@ def test_submodule_import_does_not_run_its_siblings() -> None:
     assert "agentmem.embeddings.cache" not in loaded
 
 
+def test_the_in_memory_store_runs_on_the_engine_without_anything_of_qdrant() -> None:
+    code = (
+        "from agentmem.long_term.records import MemoryRecord, Scope\n"
+        "from agentmem.sparse import SparseVector\n"
+        "from agentmem.stores.in_memory import InMemoryMemoryStore\n"
+        "store = InMemoryMemoryStore(dimension=2)\n"
+        "rec = MemoryRecord.new('tea', 'semantic', scope=Scope(user_id='u'))\n"
+        "store.upsert([rec], [[1.0, 0.0]], [SparseVector([1], [1.0])])\n"
+        "assert store.search(Scope(user_id='u'), dense=[1.0, 0.0], sparse=SparseVector([1], "
+        "[1.0]))[0].record == rec"
+    )
+    loaded = set(_loaded(code))
+    assert "agentmem.stores.engine" in loaded
+    assert not {m for m in loaded if "qdrant" in m}
+
+
 def test_cli_help_imports_argparse_and_the_parser_only() -> None:
     code = (
         "import sys\nfrom agentmem.cli import main\n"

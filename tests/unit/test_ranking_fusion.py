@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
 from agentmem.errors import ConfigurationError
-from agentmem.long_term.ranking import RankingConfig, above_floor, base_scores
+from agentmem.long_term.ranking import RankingConfig, above_floor, base_scores, boost_parts
+from agentmem.long_term.records import MemoryRecord, Scope
 from agentmem.long_term.temporal import date_terms, in_windows, query_windows
 
 NOW = datetime(2023, 11, 1, tzinfo=timezone.utc)
@@ -28,6 +29,20 @@ def test_the_floor_is_relative_and_needs_lexical_or_similar_evidence() -> None:
     assert above_floor(config, base=1.0, best=1.0, cosine=0.35, lexical=0.0)
     off = RankingConfig(relative_floor=None, min_similarity=None)
     assert above_floor(off, base=0.0, best=2.0, cosine=-1.0, lexical=0.0)
+
+
+def test_recency_halves_each_half_life_and_a_date_ahead_counts_as_new() -> None:
+    config = RankingConfig(importance_weight=0.1, recency_weight=0.2, half_life_days=10)
+    scope = Scope(user_id="u")
+
+    def parts(created: datetime) -> tuple[float, float]:
+        record = MemoryRecord.new("x", "semantic", scope=scope, importance=0.5, created_at=created)
+        return boost_parts(config, record, NOW)
+
+    assert parts(NOW - timedelta(days=20)) == pytest.approx((0.05, 0.05))
+    # 0.5 ** (-85 years / 10 days) would overflow a float (OverflowError before).
+    assert parts(NOW + timedelta(days=85 * 365)) == (0.05, 0.2)
+    assert parts(NOW + timedelta(seconds=1)) == (0.05, 0.2)
 
 
 @pytest.mark.parametrize(

@@ -2,10 +2,16 @@
 
 Each check raises :class:`~agentmem.errors.InvalidValueError` (or ``ConfigurationError`` for
 a bad search mode) before anything is embedded or written.
+
+A record is checked once: :func:`build_record` checks what it builds, and
+:func:`check_record` (every write) checks only records that did not come from it (an
+import, a replay, a ``model_copy``, which skips the record's own validation). Records are
+frozen, so one that passed stays valid.
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -30,6 +36,9 @@ __all__ = [
 
 MAX_CONTENT_CHARS = 32_000
 
+#: The records that passed the checks, by ``id()`` (weakly: a record gone is forgotten).
+_CHECKED: weakref.WeakValueDictionary[int, MemoryRecord] = weakref.WeakValueDictionary()
+
 
 def _check_type(memory_type: object) -> None:
     if memory_type not in MEMORY_TYPES:
@@ -41,12 +50,16 @@ def check_record(record: MemoryRecord) -> None:
     """The checks :func:`build_record` makes, for a record built elsewhere (an import, a
     replay): content within :data:`MAX_CONTENT_CHARS`, metadata JSON without NaN, a known
     type and an identifier as subtype (again: ``model_copy`` and ``model_construct``
-    skip the record's own validation)."""
+    skip the record's own validation). A record that passed them (or came from
+    :func:`build_record`) is not checked again."""
+    if _CHECKED.get(id(record)) is record:
+        return
     _check_content(record.content)
     _check_type(record.memory_type)
     if record.subtype is not None:
         check_identifier(record.subtype, "subtype")
     _check_metadata(record.metadata)
+    _CHECKED[id(record)] = record
 
 
 def _check_content(content: object) -> str:
@@ -82,7 +95,7 @@ def build_record(
         raise InvalidValueError(msg)
     _check_metadata(metadata)
     try:
-        return MemoryRecord(
+        record = MemoryRecord(
             content=content,
             memory_type=memory_type,  # type: ignore[arg-type]
             scope=scope,
@@ -92,6 +105,8 @@ def build_record(
         )
     except ValidationError as exc:
         raise InvalidValueError(describe(exc, "memory")) from None
+    _CHECKED[id(record)] = record  # checked above and by its own validators: not again
+    return record
 
 
 def query_filter(

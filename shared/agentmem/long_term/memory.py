@@ -31,7 +31,6 @@ from agentmem.errors import (
     InvalidValueError,
     MemoryNotFoundError,
 )
-from agentmem.long_term._fusion import fusion_plan
 from agentmem.long_term._validate import (
     MAX_CONTENT_CHARS,
     build_record,
@@ -40,7 +39,7 @@ from agentmem.long_term._validate import (
     query_filter,
     with_changes,
 )
-from agentmem.long_term.ranking import RankingConfig, SearchMode, order_hits
+from agentmem.long_term.ranking import RankingConfig, SearchMode, ranking_plan
 from agentmem.long_term.records import MemoryRecord, RecordFilter, Scope
 from agentmem.long_term.results import RecallResults
 from agentmem.long_term.store import FusionPlan, MemoryStore, ScoredRecord, SparseVector
@@ -355,29 +354,13 @@ class LongTermMemory:
         elif mode in ("hybrid", "dense"):
             embedder = self.embedder
             dense = yield from call(embedder.embed_query, embedder.aembed_query, query)
+        # One plan for every mode: it reads the records (with their vectors when the
+        # ranking diversifies) and returns the final top_k.
+        plan = self._ranking_plan(query, mode, top_k, sparse, explain)
         store = self.store
-        if dense is not None and mode == "hybrid" and self.ranking.fuses_by_score:
-            # The plan reads the records with their vectors and returns the final top_k.
-            plan = self._fusion(query, top_k, sparse, explain)
-            results = yield from call(
-                store.fused_search, store.afused_search, self.scope, flt, dense, sparse, plan
-            )
-        else:
-            found = yield from call(
-                store.search,
-                store.asearch,
-                self.scope,
-                dense=dense,
-                sparse=sparse,
-                filter=flt,
-                limit=self.ranking.fetch_size(top_k),
-                candidates=self._candidates(top_k),
-                boost=self.ranking.boost(self._clock()),
-                explain=explain,
-            )
-            hits = order_hits(found)
-            vectors = yield from self._vectors(hits)
-            results = self.ranking.finish(hits, vectors, top_k, explain=explain)
+        results = yield from call(
+            store.fused_search, store.afused_search, self.scope, flt, dense, sparse, plan
+        )
         if touch and results:
             yield from self._record_access(results)
         return RecallResults(results)
@@ -405,40 +388,20 @@ class LongTermMemory:
     def _candidates(self, top_k: int) -> int:
         return max(self.ranking.candidates, self.ranking.fetch_size(top_k))
 
-    def _fusion(
-        self, query: str, top_k: int, sparse: SparseVector | None, explain: bool
+    def _ranking_plan(
+        self, query: str, mode: SearchMode, top_k: int, sparse: SparseVector | None, explain: bool
     ) -> FusionPlan:
         now = self._clock()
-        return fusion_plan(
+        return ranking_plan(
             self.ranking,
+            mode=mode,
             has_sparse=sparse is not None and bool(sparse.indices),
             candidates=self._candidates(top_k),
-            fetch=self.ranking.fetch_size(top_k),
+            top_k=top_k,
             now=now,
             windows=query_windows(query, now) if self.ranking.temporal_weight else [],
             explain=explain,
-            top_k=top_k,
         )
-
-    def _needs_vectors(self, hits: Sequence[ScoredRecord]) -> bool:
-        return bool(hits) and self.ranking.diversifies
-
-    def _vectors(self, hits: Sequence[ScoredRecord]) -> Program[list[list[float]]]:
-        if not self._needs_vectors(hits):
-            return []
-        # The stored vectors: no model call, whatever the embedder's cache holds. A record
-        # deleted since the search is embedded again (its content is at hand).
-        store = self.store
-        ids = [h.record.id for h in hits]
-        stored = yield from call(store.get_vectors, store.aget_vectors, self.scope, ids)
-        missing = [h.record.content for h in hits if h.record.id not in stored]
-        if missing:
-            embedder = self.embedder
-            fresh = iter(
-                (yield from call(embedder.embed_documents, embedder.aembed_documents, missing))
-            )
-            return [stored.get(h.record.id) or next(fresh) for h in hits]
-        return [stored[i] for i in ids]
 
     @twin
     def get_memory(self, memory_id: str) -> Program[MemoryRecord]:

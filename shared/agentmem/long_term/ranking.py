@@ -1,4 +1,21 @@
-"""Ranking settings, hybrid fusion, the relevance floor and result diversification.
+"""The one ranker: every score a long-term search returns is computed here, for every
+backend and every mode. Stores only find candidates and their raw scores (cosine, BM25);
+this module fuses them, adds the boosts, applies the floor, explains the score and
+diversifies the result.
+
+A search is a *plan* (a generator, see :data:`~agentmem.long_term.store.FusionPlan`): it
+asks the store for raw scores (:class:`~agentmem.long_term.store.ScoreRequest`) and records
+(:class:`~agentmem.long_term.store.RecordRequest`), and returns the ranked hits. A store
+answers plans in :meth:`MemoryStore.fused_search` (the engine of
+:mod:`agentmem.stores.engine` with its payload-free searches; any other store through
+:func:`agentmem.long_term._fusion.fused_search_program`). :func:`ranking_plan` is
+``LongTermMemory``'s search, :func:`list_plan` also the store's own ``search``.
+
+Every final score is the sum of the :data:`SCORE_PARTS` a hit's ``explain`` components
+hold: ``base`` (the fused or raw score), ``temporal_boost``, ``importance_boost`` and
+``recency_boost``. ``final`` is that sum, equal to the score (rounded to float32 in the
+rankings by the lists' own scores, as their scores always were: see :func:`list_plan`).
+
 
 Hybrid search (the default) takes the dense and the BM25 candidate lists with their raw
 scores and fuses them by score (:func:`fuse`):
@@ -26,29 +43,54 @@ development conversations by leave-one-conversation-out validation (``bench/loco
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+import struct
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
-from agentmem.errors import ConfigurationError
+from agentmem.errors import ConfigurationError, InvalidValueError
 from agentmem.long_term.records import MemoryRecord
-from agentmem.long_term.store import Boost, ScoredRecord
+from agentmem.long_term.store import (
+    Boost,
+    FusionPlan,
+    RecordRequest,
+    ScoredRecord,
+    ScoreRequest,
+)
+from agentmem.long_term.temporal import Window
+from agentmem.types import utcnow
 
 __all__ = [
+    "RRF_K",
+    "SCORE_PARTS",
     "Fusion",
     "RankingConfig",
     "SearchMode",
     "above_floor",
     "base_scores",
     "boost_parts",
+    "boosts",
+    "check_boost",
     "diversify",
+    "fusion_plan",
+    "list_plan",
     "order_hits",
+    "ranking_plan",
+    "rrf_scores",
 ]
 
 SearchMode = Literal["hybrid", "dense", "bm25"]
 Fusion = Literal["score", "rrf"]
+Side = Literal["dense", "sparse"]
+
+#: Qdrant's default RRF constant: a hit at 1-based rank ``r`` adds ``1 / (r + RRF_K - 1)``.
+RRF_K = 2
+
+#: The ``explain`` components whose sum is the final score (those a hit has).
+SCORE_PARTS = ("base", "temporal_boost", "importance_boost", "recency_boost")
 
 
 @dataclass(frozen=True)
@@ -66,8 +108,8 @@ class RankingConfig:
         mode: ``hybrid`` (dense + BM25), ``dense`` or ``bm25``.
         fusion: How hybrid fuses the lists: ``score`` (default: normalized BM25 plus
             weighted cosine, with the temporal boost and the relevance floor) or ``rrf``
-            (Qdrant's Reciprocal Rank Fusion inside the store, equal weights, no floor:
-            agentmem 0.1's ranking).
+            (Reciprocal Rank Fusion of the two lists with Qdrant's constant, equal
+            weights, no floor: agentmem 0.1's ranking).
         candidates: Candidates taken from each list before fusion.
         dense_weight: Weight of the cosine similarity against the normalized BM25 score.
         temporal_weight: Added to a memory formed in a period the query names.
@@ -216,15 +258,82 @@ def above_floor(
     return config.min_similarity is None or lexical > 0 or cosine >= config.min_similarity
 
 
-def boost_parts(config: RankingConfig, record: MemoryRecord, now: datetime) -> tuple[float, float]:
-    """``(importance_boost, recency_boost)`` of a record, as the store's formula computes
-    them (age from the later of creation and last access)."""
+def rrf_scores(lists: Sequence[Sequence[str]]) -> dict[str, float]:
+    """Reciprocal Rank Fusion of ranked id lists (best first), with Qdrant's constant: a
+    hit at 1-based rank ``r`` in a list adds ``1 / (r + 1)``.
+
+    Example:
+        >>> rrf_scores([["a", "b"], ["b"]])
+        {'a': 0.5, 'b': 0.8333333333333333}
+    """
+    fused: dict[str, float] = {}
+    for ranked in lists:
+        for rank, key in enumerate(ranked, start=1):
+            fused[key] = fused.get(key, 0.0) + 1.0 / (rank + RRF_K - 1)
+    return fused
+
+
+def check_boost(boost: Boost | None) -> Boost | None:
+    """A checked :class:`Boost` with its reference time resolved (default: now); ``None``
+    when it would not change any score.
+
+    Raises:
+        InvalidValueError: A weight that is negative or not finite, a half-life that is
+            not positive, or a naive ``now``.
+
+    Example:
+        >>> check_boost(Boost()) is None
+        True
+    """
+    if boost is None:
+        return None
+    for name in ("importance_weight", "recency_weight", "half_life_days"):
+        value = getattr(boost, name)
+        if not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+            msg = f"Boost.{name} must be a finite number >= 0, got {value!r}"
+            raise InvalidValueError(msg)
+    if boost.half_life_days <= 0:
+        msg = f"Boost.half_life_days must be > 0, got {boost.half_life_days!r}"
+        raise InvalidValueError(msg)
+    if boost.importance_weight == 0 and boost.recency_weight == 0:
+        return None
+    now = boost.now or utcnow()
+    if now.tzinfo is None:
+        msg = "Boost.now must be timezone-aware (for example datetime.now(timezone.utc))"
+        raise InvalidValueError(msg)
+    return dataclasses.replace(boost, now=now)
+
+
+def boosts(boost: Boost, record: MemoryRecord) -> tuple[float, float]:
+    """``(importance_boost, recency_boost)`` of a record: ``importance_weight *
+    importance`` and ``recency_weight * 0.5 ** (age_days / half_life_days)``, the age
+    running from the later of creation and last access to ``boost.now`` (default: now).
+
+    A memory dated after ``now`` counts as brand new (age 0), so the recency boost is never
+    more than ``recency_weight`` (a date decades ahead would otherwise overflow).
+
+    Example:
+        >>> from datetime import datetime, timedelta, timezone
+        >>> from agentmem.long_term.records import Scope
+        >>> now = datetime(2024, 1, 31, tzinfo=timezone.utc)
+        >>> r = MemoryRecord.new("x", "semantic", scope=Scope(user_id="u"),
+        ...                      importance=0.5, created_at=now - timedelta(days=30))
+        >>> boosts(Boost(importance_weight=0.1, recency_weight=1.0, now=now), r)
+        (0.05, 0.5)
+    """
+    now = boost.now or utcnow()
     last = max(record.created_at, record.last_accessed_at or record.created_at)
-    age_days = (now - last).total_seconds() / 86400.0
+    age_days = max(0.0, (now - last).total_seconds() / 86400.0)
     return (
-        config.importance_weight * record.importance,
-        config.recency_weight * 0.5 ** (age_days / config.half_life_days),
+        boost.importance_weight * record.importance,
+        boost.recency_weight * 0.5 ** (age_days / boost.half_life_days),
     )
+
+
+def boost_parts(config: RankingConfig, record: MemoryRecord, now: datetime) -> tuple[float, float]:
+    """``(importance_boost, recency_boost)`` of a record under ``config`` at ``now``
+    (:func:`boosts`)."""
+    return boosts(config.boost(now), record)
 
 
 def order_hits(hits: Sequence[ScoredRecord]) -> list[ScoredRecord]:
@@ -288,3 +397,262 @@ def diversify(
         remaining.remove(best)
         redundancy = np.maximum(redundancy, sims[best])
     return out
+
+
+# -- plans: the searches, written once for every store -------------------------------
+
+
+def fusion_plan(
+    config: RankingConfig,
+    *,
+    has_sparse: bool,
+    candidates: int,
+    fetch: int,
+    now: datetime,
+    windows: Sequence[Window],
+    explain: bool,
+    top_k: int | None = None,
+) -> FusionPlan:
+    """Hybrid search by score fusion: the fused hits above the floor, best first, at most
+    ``fetch`` of them; with ``top_k``, the final ``top_k`` of those
+    (:meth:`RankingConfig.finish`: diversified with the vectors read along with the records
+    when the config diversifies). It asks for:
+
+    1. the dense and the BM25 candidate lists (ids and raw scores only);
+    2. which candidates fall in a period the query names (temporal boost);
+    3. the exact score on the other side of a candidate missing from a list cut at
+       ``candidates``, when it could reach the best ``fetch`` with it (so no score that
+       matters is guessed);
+    4. the records of the best ``fetch`` candidates by base score, for the importance and
+       recency boosts, the floor and the result.
+    """
+    first: tuple[ScoreRequest, ...] = (ScoreRequest("dense", candidates),)
+    if has_sparse:
+        first += (ScoreRequest("sparse", candidates),)
+    answers: list[dict[str, float]] = yield first
+    dense, sparse = answers[0], answers[1] if has_sparse else {}
+    pool = list(dict.fromkeys([*dense, *sparse]))
+    if not pool:
+        return []
+    dated: set[str] = set()
+    if config.temporal_weight:
+        for window in windows:
+            found = yield ScoreRequest("dense", len(pool), tuple(pool), window)
+            dated.update(found)
+    temporal = {i: config.temporal_weight if i in dated else 0.0 for i in pool}
+    # A list cut at `candidates` may lack a score its other side found; a list shorter than
+    # that holds every memory with a score on that side (the others score 0 there). A
+    # missing score lies between 0 and the list's lowest: ask for it exactly only when the
+    # candidate could reach the best `fetch` with it (threshold algorithm).
+    cut = {
+        "dense": len(dense) >= candidates,
+        "sparse": has_sparse and len(sparse) >= candidates,
+    }
+    fill = {
+        "dense": min(dense.values()) if cut["dense"] and dense else 0.0,
+        "sparse": min(sparse.values()) if cut["sparse"] and sparse else 0.0,
+    }
+    lower = base_scores(dense, sparse, config.dense_weight)
+    if fill["dense"] > 0 or fill["sparse"] > 0:
+        upper = base_scores(
+            {i: dense.get(i, fill["dense"]) for i in pool},
+            {i: sparse.get(i, fill["sparse"]) for i in pool},
+            config.dense_weight,
+            tops=(max(dense.values(), default=0.0), max(sparse.values(), default=0.0)),
+        )
+        floor_at = sorted((lower[i] + temporal[i] for i in pool), reverse=True)
+        threshold = floor_at[fetch - 1] if len(floor_at) >= fetch else float("-inf")
+        open_ = [i for i in pool if upper[i] + temporal[i] >= threshold and upper[i] > lower[i]]
+        fills: list[tuple[ScoreRequest, dict[str, float]]] = []
+        for side, scores in (("dense", dense), ("sparse", sparse)):
+            missing = tuple(i for i in open_ if i not in scores)
+            if cut[side] and missing:
+                fills.append((ScoreRequest(side, len(missing), missing), scores))  # type: ignore[arg-type]
+        if fills:
+            found = yield tuple(request for request, _ in fills)
+            for (_, scores), more in zip(fills, found, strict=True):
+                scores.update(more)
+    base = base_scores(dense, sparse, config.dense_weight)
+    best = max(base.values())
+    kept = [
+        i for i in pool if above_floor(config, base[i], best, dense.get(i, 0.0), sparse.get(i, 0.0))
+    ]
+    kept.sort(key=lambda i: (-(base[i] + temporal[i]), i))
+    chosen = tuple(kept[:fetch])
+    if not chosen:
+        return []
+    with_vectors = top_k is not None and config.diversifies
+    rows: dict[str, Any] = yield RecordRequest(chosen, with_vectors)
+    hits = []
+    vectors: list[list[float]] = []
+    for i, record, vector in _rows(rows, chosen, with_vectors):
+        if vector is not None:
+            vectors.append(vector)
+        importance, recency = boost_parts(config, record, now)
+        score = base[i] + temporal[i] + importance + recency
+        parts: dict[str, float] = {}
+        if explain:
+            parts = {
+                "dense": dense.get(i, 0.0),
+                "sparse": sparse.get(i, 0.0),
+                "fused": base[i],
+                "base": base[i],
+                "temporal_boost": temporal[i],
+                "importance_boost": importance,
+                "recency_boost": recency,
+                "final": score,
+            }
+        hits.append(ScoredRecord(record, score, parts))
+    by_id = dict(zip((h.record.id for h in hits), vectors, strict=with_vectors))
+    hits = order_hits(hits)
+    if top_k is None:
+        return hits
+    return config.finish(
+        hits, [by_id[h.record.id] for h in hits] if by_id else [], top_k, explain=explain
+    )
+
+
+def _rows(
+    rows: Mapping[str, Any], ids: Sequence[str], vectors: bool
+) -> Iterator[tuple[str, MemoryRecord, list[float] | None]]:
+    """``(id, record, vector or None)`` of each of ``ids`` in the answer ``rows`` to a
+    :class:`RecordRequest` (one deleted between the two reads is skipped)."""
+    for i in ids:
+        row = rows.get(i)
+        if row is not None:
+            yield (i, row[0], row[1]) if vectors else (i, row, None)
+
+
+def list_plan(
+    sides: Sequence[Side],
+    *,
+    limit: int,
+    candidates: int,
+    boost: Boost | None,
+    explain: bool,
+    exact: bool = False,
+    finish: Callable[[list[ScoredRecord], list[list[float]]], list[ScoredRecord]] | None = None,
+) -> FusionPlan:
+    """Rank by the lists' own scores: one side's raw score (cosine or BM25), or with both
+    sides the RRF of their ranks (:func:`rrf_scores`: agentmem 0.1's hybrid ranking, no
+    floor), plus the boosts (:func:`boosts`). Returns the best ``limit`` hits, or with
+    ``finish`` what it makes of them and their dense vectors (read with the records).
+
+    The lists hold ``candidates`` each (only ``limit`` for one side without boosts); the
+    best ``candidates`` by base score are boosted. A boost adds at most
+    ``importance_weight + recency_weight``, so only the records of candidates within that
+    of the ``limit``-th base score are read.
+
+    The score is rounded to a float32, the precision of the engines' raw scores (and of the
+    scores these rankings had when Qdrant computed them): boosts differing below it (two
+    memories formed seconds apart) tie, and ties go by id (:func:`order_hits`). So its
+    ``explain`` parts add up to it within float32 precision.
+    """
+    boost = check_boost(boost)
+    hybrid = len(sides) == 2
+    size = candidates if hybrid or boost is not None else limit
+    answers = yield tuple(ScoreRequest(side, size, exact=exact) for side in sides)
+    lists: dict[Side, dict[str, float]] = dict(zip(sides, answers, strict=True))
+    base = rrf_scores([list(found) for found in lists.values()]) if hybrid else lists[sides[0]]
+    pool = sorted(base, key=lambda i: (-base[i], i))[:size]
+    if boost is None or len(pool) <= limit:
+        chosen = pool[:limit]
+    else:
+        bar = base[pool[limit - 1]] - boost.importance_weight - boost.recency_weight
+        chosen = [i for i in pool if base[i] >= bar]
+    if not chosen:
+        return []
+    raw = {side: dict(found) for side, found in lists.items()}
+    ranks = {side: {i: n for n, i in enumerate(found, start=1)} for side, found in lists.items()}
+    if explain and hybrid:  # the raw score of a hit on the side whose list missed it
+        fills = [(side, tuple(i for i in chosen if i not in lists[side])) for side in sides]
+        fills = [(side, missing) for side, missing in fills if missing]
+        if fills:
+            found = yield tuple(ScoreRequest(side, len(ids), ids) for side, ids in fills)
+            for (side, _), more in zip(fills, found, strict=True):
+                raw[side].update(more)
+    vectors = finish is not None
+    rows: dict[str, Any] = yield RecordRequest(tuple(chosen), vectors)
+    hits: list[ScoredRecord] = []
+    read: dict[str, list[float]] = {}
+    for i, record, vector in _rows(rows, chosen, vectors):
+        if vector is not None:
+            read[i] = vector
+        importance, recency = boosts(boost, record) if boost is not None else (0.0, 0.0)
+        score = _float32(base[i] + importance + recency)
+        parts: dict[str, float] = {}
+        if explain:
+            for side in sides:
+                if i in raw[side]:
+                    parts[side] = raw[side][i]
+                if i in ranks[side]:
+                    parts[f"{side}_rank"] = float(ranks[side][i])
+            if hybrid:
+                parts["fused"] = base[i]
+            parts["base"] = base[i]
+            if boost is not None:
+                parts["importance_boost"], parts["recency_boost"] = importance, recency
+            parts["final"] = score
+        hits.append(ScoredRecord(record, score, parts))
+    hits = order_hits(hits)[:limit]
+    return hits if finish is None else finish(hits, [read[h.record.id] for h in hits])
+
+
+def _float32(value: float) -> float:
+    """``value`` rounded to the nearest float32.
+
+    Example:
+        >>> _float32(0.1)
+        0.10000000149011612
+    """
+    return float(struct.unpack("f", struct.pack("f", value))[0])
+
+
+def ranking_plan(
+    config: RankingConfig,
+    *,
+    mode: SearchMode,
+    has_sparse: bool,
+    candidates: int,
+    top_k: int,
+    now: datetime,
+    windows: Sequence[Window],
+    explain: bool,
+) -> FusionPlan:
+    """``LongTermMemory``'s search in ``mode``: hybrid by score fusion
+    (:func:`fusion_plan`), else by the lists' scores or their RRF (:func:`list_plan`); the
+    final ``top_k``, diversified as ``config`` says."""
+    fetch = config.fetch_size(top_k)
+    if mode == "hybrid" and config.fuses_by_score:
+        return (
+            yield from fusion_plan(
+                config,
+                has_sparse=has_sparse,
+                candidates=candidates,
+                fetch=fetch,
+                now=now,
+                windows=windows,
+                explain=explain,
+                top_k=top_k,
+            )
+        )
+    sides_of: dict[SearchMode, tuple[Side, ...]] = {
+        "dense": ("dense",),
+        "bm25": ("sparse",),
+        "hybrid": ("dense", "sparse"),
+    }
+    sides = sides_of[mode]
+
+    def finish(hits: list[ScoredRecord], vectors: list[list[float]]) -> list[ScoredRecord]:
+        return config.finish(hits, vectors, top_k, explain=explain)
+
+    return (
+        yield from list_plan(
+            sides,
+            limit=fetch,
+            candidates=candidates,
+            boost=config.boost(now),
+            explain=explain,
+            finish=finish if config.diversifies else None,
+        )
+    )

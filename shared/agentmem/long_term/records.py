@@ -3,7 +3,7 @@
 A :class:`MemoryRecord` is one memory that outlives a session. It is stored as one Qdrant
 point: a named dense vector, a BM25 sparse vector, and the payload :meth:`to_payload` builds.
 Timestamps are kept twice in the payload: ISO-8601 text (readable) and epoch seconds
-(``*_ts`` floats, indexed, used by range filters and recency decay inside Qdrant).
+(``*_ts`` floats, indexed, used by range filters and ordered scrolls).
 
 Example:
     >>> from agentmem.long_term.records import MemoryRecord, Scope

@@ -17,8 +17,9 @@ Ranking (``search``): dense-only is cosine similarity; sparse-only is BM25; with
 two candidate lists (``candidates`` each) are fused with Reciprocal Rank Fusion. A
 :class:`Boost` then adds ``importance_weight * importance`` and
 ``recency_weight * 0.5 ** (age_days / half_life_days)`` (age since the later of last access
-and creation), computed inside Qdrant's Query API (formula) where the backend supports it.
-RRF uses Qdrant's constant: a hit at 1-based rank ``r`` in a list adds ``1 / (r + 1)``.
+and creation). RRF uses Qdrant's constant: a hit at 1-based rank ``r`` in a list adds
+``1 / (r + 1)``. Every score is computed by the one ranker,
+:mod:`agentmem.long_term.ranking`, from the raw scores a store finds.
 """
 
 from __future__ import annotations
@@ -73,9 +74,9 @@ class ScoredRecord(NamedTuple):
 
     ``components`` (with ``explain=True``) may hold ``dense`` (cosine), ``sparse`` (BM25),
     ``dense_rank``/``sparse_rank`` (1-based ranks in each candidate list), ``fused``
-    (RRF), ``base`` (the score before boosts), ``importance_boost``, ``recency_boost``,
-    ``boosted_in_qdrant`` (1.0 when Qdrant's formula applied the boosts) and ``final``
-    (equal to ``score``).
+    (the fused score), ``base`` (the score before boosts), ``temporal_boost``,
+    ``importance_boost``, ``recency_boost`` and ``final`` (equal to ``score``, and to the
+    sum of ``base`` and the boosts: see :data:`agentmem.long_term.ranking.SCORE_PARTS`).
     """
 
     record: MemoryRecord
@@ -86,7 +87,8 @@ class ScoredRecord(NamedTuple):
 class ScoreRequest(NamedTuple):
     """A fusion plan's request for raw scores on one side (``"dense"`` or ``"sparse"``):
     the top ``limit`` in scope, or exactly those of ``ids``; with ``window``, only memories
-    formed inside it. Answered with ``{id: score}``.
+    formed inside it; with ``exact``, searched exhaustively (always so with ``ids``).
+    Answered with ``{id: score}``, best first.
 
     Example:
         >>> ScoreRequest("dense", 50).ids is None
@@ -97,6 +99,7 @@ class ScoreRequest(NamedTuple):
     limit: int
     ids: tuple[str, ...] | None = None
     window: Window | None = None
+    exact: bool = False
 
 
 class RecordRequest(NamedTuple):
@@ -117,7 +120,7 @@ class RecordRequest(NamedTuple):
 #: list of their answers, in order (a store may run them as one batch).
 FusionRequest: TypeAlias = ScoreRequest | tuple[ScoreRequest, ...] | RecordRequest
 
-#: A hybrid-search plan (:func:`agentmem.long_term._fusion.fusion_plan`): yields
+#: A search plan (:func:`agentmem.long_term.ranking.ranking_plan`): yields
 #: :data:`FusionRequest` values, receives their answers, returns the ranked hits.
 FusionPlan: TypeAlias = Generator[FusionRequest, Any, list[ScoredRecord]]
 
@@ -183,7 +186,7 @@ class _FusedSearch(Protocol[R_co]):
         self,
         scope: Scope,
         filter: RecordFilter,
-        dense: Sequence[float],
+        dense: Sequence[float] | None,
         sparse: SparseVector | None,
         plan: FusionPlan,
     ) -> R_co: ...
@@ -270,9 +273,10 @@ class MemoryStore(Protocol):
 
     @property
     def fused_search(self) -> _FusedSearch[list[ScoredRecord]]:
-        """``fused_search(scope, filter, dense, sparse, plan)``: run a hybrid-search
-        ``plan`` in ``scope`` (restricted by ``filter``) with these query vectors; returns
-        the plan's hits. A store without a faster way reuses
+        """``fused_search(scope, filter, dense, sparse, plan)``: run a search ``plan``
+        (:mod:`agentmem.long_term.ranking`) in ``scope`` (restricted by ``filter``) with
+        these query vectors (``None`` for a side the plan does not ask); returns the
+        plan's hits. A store without a faster way reuses
         :func:`agentmem.long_term._fusion.fused_search_program` (its ``search`` and
         ``get``)."""
 

@@ -1,20 +1,18 @@
 """Long-term memories in a Python object: a :class:`~agentmem.long_term.store.MemoryStore`
 for tests and throwaway agents, with no engine and no files.
 
-It behaves like an agentmem Qdrant collection, with the same validation, scoping (users,
-agents, sessions, spaces), filters, pagination and explanations, because it shares that
-logic with the Qdrant stores (:class:`~agentmem.stores.qdrant._base.QdrantStoreBase`). Only
-the engine differs, and it is exact:
+It behaves like the other memory stores, with the same validation, scoping (users, agents,
+sessions, spaces), filters, pagination, ranking and explanations, because it shares that
+logic with them (:class:`~agentmem.stores.engine.MemoryStoreEngine`). Only its I/O steps
+are its own, and its searches are exact:
 
 * dense search: cosine similarity over every matching record (numpy), best first;
 * BM25: the dot product of the document's term-frequency weights with the query's,
-  each query weight multiplied by Qdrant's IDF modifier
+  each query weight multiplied by the IDF modifier Qdrant uses
   ``ln(1 + (N - n + 0.5) / (n + 0.5))`` (``N`` records in the store, ``n`` of them with the
-  term); only records sharing a term with the query are hits;
-* hybrid: Reciprocal Rank Fusion of the two lists (``candidates`` each), Qdrant's constant;
-* boosts: the same formula as Qdrant's (``$score + wi * importance + wr * recency``);
-* fused search (:meth:`MemoryStore.fused_search`): the generic program over ``search`` and
-  ``get`` (:func:`agentmem.long_term._fusion.fused_search_program`).
+  term); only records sharing a term with the query are hits.
+
+Fusion, boosts and explanations are the one ranker's (:mod:`agentmem.long_term.ranking`).
 
 Everything lives in the object and is gone when it is: nothing to reopen. Calls are
 serialized by a lock and run inline, for async callers too (they are CPU work of
@@ -49,8 +47,8 @@ import numpy as np
 from agentmem._sansio import Program, blocking, drive
 from agentmem.errors import ConfigurationError
 from agentmem.long_term.store import SparseVector
-from agentmem.stores.qdrant import _common as qc
-from agentmem.stores.qdrant._base import QdrantStoreBase
+from agentmem.stores import points as pt
+from agentmem.stores.engine import MemoryStoreEngine
 
 __all__ = ["InMemoryMemoryStore"]
 
@@ -64,7 +62,7 @@ class _Point:
         self.dense, self.sparse, self.payload = dense, sparse, payload
 
 
-class InMemoryMemoryStore(QdrantStoreBase):
+class InMemoryMemoryStore(MemoryStoreEngine):
     """A :class:`~agentmem.long_term.store.MemoryStore` held in memory (see the module).
 
     Args:
@@ -76,8 +74,6 @@ class InMemoryMemoryStore(QdrantStoreBase):
         384
         >>> store.close()
     """
-
-    _generic_fusion = True
 
     def __init__(self, *, dimension: int) -> None:
         if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1:
@@ -112,12 +108,12 @@ class InMemoryMemoryStore(QdrantStoreBase):
             self._check_open()
             return drive(program)
 
-    # -- the engine (its blocking requests run inline: see _session) ---------------------
+    # -- the steps (their blocking requests run inline: see _session) --------------------
 
-    def _write_points(self, points: list[qc.PointData]) -> Program[None]:
+    def _write_points(self, points: list[pt.PointData]) -> Program[None]:
         yield from blocking(self._put, points)
 
-    def _put(self, points: list[qc.PointData]) -> None:
+    def _put(self, points: list[pt.PointData]) -> None:
         for p in points:
             dense = np.asarray(p.dense, dtype=np.float64)
             sparse = dict(zip(p.sparse.indices, p.sparse.values, strict=True))
@@ -137,11 +133,11 @@ class InMemoryMemoryStore(QdrantStoreBase):
                 self._df.subtract(point.sparse.keys())
 
     def _set_payload(
-        self, patches: list[qc.Patch], where: tuple[qc.Condition, ...] = ()
+        self, patches: list[pt.Patch], where: tuple[pt.Condition, ...] = ()
     ) -> Program[None]:
         yield from blocking(self._patch, patches, where)
 
-    def _patch(self, patches: list[qc.Patch], where: tuple[qc.Condition, ...]) -> None:
+    def _patch(self, patches: list[pt.Patch], where: tuple[pt.Condition, ...]) -> None:
         for p in patches:
             point = self._points.get(p.id)
             if point is None or not _matches(p.id, point.payload, where):
@@ -150,65 +146,50 @@ class InMemoryMemoryStore(QdrantStoreBase):
             for key in p.unset:
                 point.payload.pop(key, None)
 
-    def _retrieve(self, ids: list[str]) -> Program[list[qc.Hit]]:
+    def _retrieve(self, ids: list[str]) -> Program[list[pt.Hit]]:
         return (yield from blocking(self._get_hits, ids))
 
-    def _get_hits(self, ids: list[str]) -> list[qc.Hit]:
+    def _get_hits(self, ids: list[str]) -> list[pt.Hit]:
         return [self._hit(i, 0.0) for i in ids if i in self._points]
 
-    def _retrieve_dense(self, ids: list[str]) -> Program[list[tuple[qc.Hit, list[float]]]]:
+    def _retrieve_dense(self, ids: list[str]) -> Program[list[tuple[pt.Hit, list[float]]]]:
         return (yield from blocking(self._get_dense, ids))
 
-    def _get_dense(self, ids: list[str]) -> list[tuple[qc.Hit, list[float]]]:
+    def _get_dense(self, ids: list[str]) -> list[tuple[pt.Hit, list[float]]]:
         return [
             (self._hit(i, 0.0), self._points[i].dense.tolist()) for i in ids if i in self._points
         ]
 
-    def _query(self, spec: qc.QuerySpec) -> Program[list[qc.Hit]]:
+    def _query(self, spec: pt.QuerySpec) -> Program[list[pt.Hit]]:
         return (yield from blocking(self._search, spec))
 
-    def _scroll(self, spec: qc.ScrollSpec) -> Program[tuple[list[qc.Hit], str | None]]:
+    def _scroll(self, spec: pt.ScrollSpec) -> Program[tuple[list[pt.Hit], str | None]]:
         return (yield from blocking(self._page, spec))
 
-    def _count(self, conds: tuple[qc.Condition, ...]) -> Program[int]:
+    def _count(self, conds: tuple[pt.Condition, ...]) -> Program[int]:
         return len((yield from blocking(self._matching, conds)))
 
-    def _facet(self, key: str, conds: tuple[qc.Condition, ...], limit: int) -> Program[list[str]]:
+    def _facet(self, key: str, conds: tuple[pt.Condition, ...], limit: int) -> Program[list[str]]:
         ids = yield from blocking(self._matching, conds)
         values = {str(self._points[i].payload[key]) for i in ids if key in self._points[i].payload}
         return sorted(values)[:limit]
 
     # -- search, pages ------------------------------------------------------------------
 
-    def _hit(self, point_id: str, score: float, payload: bool = True) -> qc.Hit:
+    def _hit(self, point_id: str, score: float, payload: bool = True) -> pt.Hit:
         data = copy.deepcopy(self._points[point_id].payload) if payload else {}
-        return qc.Hit(point_id, score, data)
+        return pt.Hit(point_id, score, data)
 
-    def _matching(self, conds: tuple[qc.Condition, ...]) -> list[str]:
+    def _matching(self, conds: tuple[pt.Condition, ...]) -> list[str]:
         return sorted(i for i, p in self._points.items() if _matches(i, p.payload, conds))
 
-    def _search(self, spec: qc.QuerySpec) -> list[qc.Hit]:
+    def _search(self, spec: pt.QuerySpec) -> list[pt.Hit]:
         ids = self._matching(spec.conditions)
-        lists: list[list[tuple[str, float]]] = []
-        if spec.dense is not None:
-            lists.append(self._dense_scores(ids, spec.dense))
-        if spec.sparse is not None:
-            lists.append(self._sparse_scores(ids, spec.sparse))
-        if len(lists) == 1:
-            ranked = lists[0][: spec.candidates if spec.boost is not None else spec.limit]
+        if isinstance(spec.vector, SparseVector):
+            ranked = self._sparse_scores(ids, spec.vector)
         else:
-            fused: dict[str, float] = {}
-            for found in lists:
-                for rank, (i, _) in enumerate(found[: spec.candidates], start=1):
-                    fused[i] = fused.get(i, 0.0) + qc.rrf_term(rank)
-            ranked = _best(fused.items())[: spec.candidates]
-        if spec.boost is not None:
-            boost = spec.boost
-            boosted = (
-                (i, s + sum(qc.boost_terms(self._points[i].payload, boost))) for i, s in ranked
-            )
-            ranked = _best(boosted)
-        return [self._hit(i, s, spec.with_payload) for i, s in ranked[: spec.limit]]
+            ranked = self._dense_scores(ids, spec.vector)
+        return [self._hit(i, s, payload=False) for i, s in ranked[: spec.limit]]
 
     def _dense_scores(self, ids: list[str], query: list[float]) -> list[tuple[str, float]]:
         if not ids:
@@ -232,7 +213,7 @@ class InMemoryMemoryStore(QdrantStoreBase):
                 scored.append((i, sum(weights[t] * doc[t] for t in shared)))
         return _best(scored)
 
-    def _page(self, spec: qc.ScrollSpec) -> tuple[list[qc.Hit], str | None]:
+    def _page(self, spec: pt.ScrollSpec) -> tuple[list[pt.Hit], str | None]:
         ids = self._matching(spec.conditions)
         limit, offset, order = spec.limit, spec.offset, spec.order
         if order is None:
@@ -255,17 +236,17 @@ def _best(scored: Any) -> list[tuple[str, float]]:
     return sorted(scored, key=lambda item: (-item[1], item[0]))
 
 
-def _matches(point_id: str, payload: Mapping[str, Any], conds: tuple[qc.Condition, ...]) -> bool:
+def _matches(point_id: str, payload: Mapping[str, Any], conds: tuple[pt.Condition, ...]) -> bool:
     return all(_condition(point_id, payload, c) for c in conds)
 
 
-def _condition(point_id: str, payload: Mapping[str, Any], cond: qc.Condition) -> bool:
-    if isinstance(cond, qc.HasIds):
+def _condition(point_id: str, payload: Mapping[str, Any], cond: pt.Condition) -> bool:
+    if isinstance(cond, pt.HasIds):
         return point_id in cond.ids
     value = _lookup(payload, cond.key)
-    if isinstance(cond, qc.IsEmpty):
+    if isinstance(cond, pt.IsEmpty):
         return value is None or value == []
-    if isinstance(cond, qc.Range):
+    if isinstance(cond, pt.Range):
         if isinstance(value, bool) or not isinstance(value, int | float):
             return False
         return (cond.gte is None or value >= cond.gte) and (cond.lt is None or value < cond.lt)

@@ -20,8 +20,8 @@ from agentmem.errors import (
     MemoryNotFoundError,
     StoreClosedError,
 )
-from agentmem.long_term._fusion import fused_search_program, fusion_plan
-from agentmem.long_term.ranking import RankingConfig
+from agentmem.long_term._fusion import fused_search_program
+from agentmem.long_term.ranking import RankingConfig, fusion_plan
 from agentmem.long_term.records import MemoryRecord, RecordFilter, Relation, Scope
 from agentmem.long_term.store import Boost, FusionPlan, MemoryStore, SparseVector
 from tests.conformance.long_term.memory_store_backends import (

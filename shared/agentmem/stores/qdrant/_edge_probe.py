@@ -37,7 +37,7 @@ def count_spaces(shard: Any) -> dict[str, int]:
     import qdrant_edge as qe
 
     from agentmem.long_term.records import SPACES
-    from agentmem.stores.qdrant._common import SPACE_FIELD
+    from agentmem.stores.points import SPACE_FIELD
 
     counts = {"*": int(shard.count(qe.CountRequest(exact=True)))}
     for space in SPACES:

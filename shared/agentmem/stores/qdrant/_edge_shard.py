@@ -13,7 +13,7 @@ from typing import Any
 import qdrant_edge as qe
 
 from agentmem.long_term.store import DENSE_VECTOR, SPARSE_VECTOR
-from agentmem.stores.qdrant import _common as qc
+from agentmem.stores import points as pt
 
 __all__ = ["HOT_FIELDS", "create_indexes", "create_shard", "lazy_layout", "shard_schema"]
 
@@ -92,16 +92,16 @@ def lazy_layout(config: dict[str, Any]) -> bool:
 #: are memory-mapped and read through the page cache when a filter needs them (Qdrant's
 #: ``on_disk`` payload index): an indexed segment loads them lazily, so opening a store of
 #: 110,000 points took 0.15-0.25 s instead of 0.5-0.8 s here, with the same search times.
-HOT_FIELDS = frozenset({qc.TENANT_FIELD, qc.CURRENT_SCOPE_FIELD, qc.SPACE_FIELD})
+HOT_FIELDS = frozenset({pt.TENANT_FIELD, pt.CURRENT_SCOPE_FIELD, pt.SPACE_FIELD})
 
 
 def create_indexes(shard: qe.EdgeShard) -> None:
     """Create the payload indexes the shard lacks (see :data:`HOT_FIELDS`)."""
     existing = set(shard.info().payload_schema)
-    schemas: list[tuple[str, Any]] = [(qc.TENANT_FIELD, qe.KeywordIndexParams(is_tenant=True))]
-    schemas += [(k, qe.KeywordIndexParams(memory=_placement(k))) for k in qc.KEYWORD_FIELDS]
-    schemas += [(k, qe.PayloadSchemaType.Bool) for k in qc.BOOL_FIELDS]
-    schemas += [(k, qe.FloatIndexParams(memory=_placement(k))) for k in qc.FLOAT_FIELDS]
+    schemas: list[tuple[str, Any]] = [(pt.TENANT_FIELD, qe.KeywordIndexParams(is_tenant=True))]
+    schemas += [(k, qe.KeywordIndexParams(memory=_placement(k))) for k in pt.KEYWORD_FIELDS]
+    schemas += [(k, qe.PayloadSchemaType.Bool) for k in pt.BOOL_FIELDS]
+    schemas += [(k, qe.FloatIndexParams(memory=_placement(k))) for k in pt.FLOAT_FIELDS]
     for name, schema in schemas:
         if name not in existing:
             shard.update(qe.UpdateOperation.create_field_index(name, schema))

@@ -32,16 +32,16 @@ from qdrant_client import models as m
 from agentmem._sansio import Program, call
 from agentmem._util.checks import check_int
 from agentmem.errors import ConfigurationError
-from agentmem.long_term.store import DENSE_VECTOR, SPARSE_VECTOR
-from agentmem.stores.qdrant import _common as qc
-from agentmem.stores.qdrant._base import QdrantStoreBase
+from agentmem.long_term.store import DENSE_VECTOR, SPARSE_VECTOR, SparseVector
+from agentmem.stores import points as pt
+from agentmem.stores.engine import MemoryStoreEngine
 
 __all__ = ["QdrantClientStore"]
 
 T = TypeVar("T")
 
 
-class QdrantClientStore(QdrantStoreBase):
+class QdrantClientStore(MemoryStoreEngine):
     """A :class:`~agentmem.long_term.store.MemoryStore` on a Qdrant collection.
 
     Args:
@@ -114,7 +114,7 @@ class QdrantClientStore(QdrantStoreBase):
             if not isinstance(vectors, dict) or DENSE_VECTOR not in vectors:
                 msg = f"{where} has no {DENSE_VECTOR!r} dense vector; it was not made by agentmem"
                 raise ConfigurationError(msg)
-            qc.check_dimension(vectors[DENSE_VECTOR].size, self._dimension, where)
+            pt.check_dimension(vectors[DENSE_VECTOR].size, self._dimension, where)
         else:
             self._client.create_collection(
                 self._collection,
@@ -128,11 +128,11 @@ class QdrantClientStore(QdrantStoreBase):
         if self._local:
             return
         schemas: list[tuple[str, Any]] = [
-            (qc.TENANT_FIELD, m.KeywordIndexParams(type=m.KeywordIndexType.KEYWORD, is_tenant=True))
+            (pt.TENANT_FIELD, m.KeywordIndexParams(type=m.KeywordIndexType.KEYWORD, is_tenant=True))
         ]
-        schemas += [(k, m.PayloadSchemaType.KEYWORD) for k in qc.KEYWORD_FIELDS]
-        schemas += [(k, m.PayloadSchemaType.BOOL) for k in qc.BOOL_FIELDS]
-        schemas += [(k, m.PayloadSchemaType.FLOAT) for k in qc.FLOAT_FIELDS]
+        schemas += [(k, m.PayloadSchemaType.KEYWORD) for k in pt.KEYWORD_FIELDS]
+        schemas += [(k, m.PayloadSchemaType.BOOL) for k in pt.BOOL_FIELDS]
+        schemas += [(k, m.PayloadSchemaType.FLOAT) for k in pt.FLOAT_FIELDS]
         existing = self._client.get_collection(self._collection).payload_schema
         for name, schema in schemas:
             if name not in existing:
@@ -159,44 +159,22 @@ class QdrantClientStore(QdrantStoreBase):
 
     # -- request building ----------------------------------------------------------------
 
-    def _query_kwargs(self, spec: qc.QuerySpec) -> dict[str, Any]:
-        flt = _filter(spec.conditions)
+    def _query_kwargs(self, spec: pt.QuerySpec) -> dict[str, Any]:
         params = m.SearchParams(exact=True) if spec.exact and not self._local else None
-        nearest: list[tuple[Any, str]] = []
-        if spec.dense is not None:
-            nearest.append((spec.dense, DENSE_VECTOR))
-        if spec.sparse is not None:
-            sparse = m.SparseVector(indices=spec.sparse.indices, values=spec.sparse.values)
-            nearest.append((sparse, SPARSE_VECTOR))
-        prefetch: m.Prefetch | None = None
-        if len(nearest) == 2:
-            prefetch = m.Prefetch(
-                query=m.RrfQuery(rrf=m.Rrf(k=qc.RRF_K)),
-                prefetch=[
-                    m.Prefetch(query=q, using=u, limit=spec.candidates, filter=flt, params=params)
-                    for q, u in nearest
-                ],
-                limit=spec.candidates,
-            )
-        if spec.boost is not None:
-            if prefetch is None:
-                q, u = nearest[0]
-                prefetch = m.Prefetch(
-                    query=q, using=u, limit=spec.candidates, filter=flt, params=params
-                )
-            return {"prefetch": [prefetch], "query": _formula(spec.boost), "limit": spec.limit}
-        if prefetch is not None:
-            return {"prefetch": prefetch.prefetch, "query": prefetch.query, "limit": spec.limit}
-        q, u = nearest[0]
+        query: Any = spec.vector
+        using = DENSE_VECTOR
+        if isinstance(spec.vector, SparseVector):
+            query = m.SparseVector(indices=spec.vector.indices, values=spec.vector.values)
+            using = SPARSE_VECTOR
         return {
-            "query": q,
-            "using": u,
-            "query_filter": flt,
+            "query": query,
+            "using": using,
+            "query_filter": _filter(spec.conditions),
             "search_params": params,
             "limit": spec.limit,
         }
 
-    def _scroll_kwargs(self, spec: qc.ScrollSpec) -> dict[str, Any]:
+    def _scroll_kwargs(self, spec: pt.ScrollSpec) -> dict[str, Any]:
         order = spec.order
         return {
             "scroll_filter": _filter(spec.conditions),
@@ -209,7 +187,7 @@ class QdrantClientStore(QdrantStoreBase):
             else m.OrderBy(key=order.key, direction=m.Direction.DESC, start_from=order.start),
         }
 
-    # -- the engine (one program each; sync client or async client) ---------------------
+    # -- the steps (one program each; sync client or async client) ----------------------
 
     def _drive(self, program: Program[T]) -> T:
         if self._local_lock is None:
@@ -223,18 +201,18 @@ class QdrantClientStore(QdrantStoreBase):
         # its methods are named in requests but never called.
         return self._async if self._async is not None else _NO_ASYNC_CLIENT
 
-    def _write_points(self, points: list[qc.PointData]) -> Program[None]:
+    def _write_points(self, points: list[pt.PointData]) -> Program[None]:
         c, ac = self._client, self._aclient
         yield from call(c.upsert, ac.upsert, self._collection, _points(points), wait=True)
 
-    def _retrieve(self, ids: list[str]) -> Program[list[qc.Hit]]:
+    def _retrieve(self, ids: list[str]) -> Program[list[pt.Hit]]:
         c, ac = self._client, self._aclient
         rows = yield from call(
             c.retrieve, ac.retrieve, self._collection, ids, with_payload=True, with_vectors=False
         )
-        return [qc.Hit(str(r.id), 0.0, dict(r.payload or {})) for r in rows]
+        return [pt.Hit(str(r.id), 0.0, dict(r.payload or {})) for r in rows]
 
-    def _retrieve_dense(self, ids: list[str]) -> Program[list[tuple[qc.Hit, list[float]]]]:
+    def _retrieve_dense(self, ids: list[str]) -> Program[list[tuple[pt.Hit, list[float]]]]:
         c, ac = self._client, self._aclient
         rows = yield from call(
             c.retrieve,
@@ -250,7 +228,7 @@ class QdrantClientStore(QdrantStoreBase):
             dense = vectors.get(DENSE_VECTOR)
             if isinstance(dense, list) and dense and isinstance(dense[0], float | int):
                 out.append(
-                    (qc.Hit(str(r.id), 0.0, dict(r.payload or {})), [float(v) for v in dense])
+                    (pt.Hit(str(r.id), 0.0, dict(r.payload or {})), [float(v) for v in dense])
                 )
         return out
 
@@ -260,12 +238,12 @@ class QdrantClientStore(QdrantStoreBase):
         yield from call(c.delete, ac.delete, self._collection, selector, wait=True)
 
     def _set_payload(
-        self, patches: list[qc.Patch], where: tuple[qc.Condition, ...] = ()
+        self, patches: list[pt.Patch], where: tuple[pt.Condition, ...] = ()
     ) -> Program[None]:
         c, ac = self._client, self._aclient
-        for ids, set_, unset in qc.group_patches(patches):
+        for ids, set_, unset in pt.group_patches(patches):
             points: m.PointsSelector = (
-                m.FilterSelector(filter=_filter((qc.HasIds(tuple(ids)), *where)))
+                m.FilterSelector(filter=_filter((pt.HasIds(tuple(ids)), *where)))
                 if where
                 else m.PointIdsList(points=[*ids])
             )
@@ -283,30 +261,30 @@ class QdrantClientStore(QdrantStoreBase):
                     wait=True,
                 )
 
-    def _query(self, spec: qc.QuerySpec) -> Program[list[qc.Hit]]:
+    def _query(self, spec: pt.QuerySpec) -> Program[list[pt.Hit]]:
         c, ac = self._client, self._aclient
         res = yield from call(
             c.query_points,
             ac.query_points,
             self._collection,
-            with_payload=spec.with_payload,
+            with_payload=False,
             **self._query_kwargs(spec),
         )
         return _hits(res.points)
 
-    def _scroll(self, spec: qc.ScrollSpec) -> Program[tuple[list[qc.Hit], str | None]]:
+    def _scroll(self, spec: pt.ScrollSpec) -> Program[tuple[list[pt.Hit], str | None]]:
         c, ac = self._client, self._aclient
         kwargs = self._scroll_kwargs(spec)
         rows, nxt = yield from call(c.scroll, ac.scroll, self._collection, **kwargs)
         return _rows(rows), None if nxt is None else str(nxt)
 
-    def _count(self, conds: tuple[qc.Condition, ...]) -> Program[int]:
+    def _count(self, conds: tuple[pt.Condition, ...]) -> Program[int]:
         c, ac = self._client, self._aclient
         flt = _filter(conds)
         res = yield from call(c.count, ac.count, self._collection, count_filter=flt, exact=True)
         return int(res.count)
 
-    def _facet(self, key: str, conds: tuple[qc.Condition, ...], limit: int) -> Program[list[str]]:
+    def _facet(self, key: str, conds: tuple[pt.Condition, ...], limit: int) -> Program[list[str]]:
         c, ac = self._client, self._aclient
         flt = _filter(conds)
         res = yield from call(
@@ -327,7 +305,7 @@ class _NoAsyncClient:
 _NO_ASYNC_CLIENT = cast(AsyncQdrantClient, _NoAsyncClient())
 
 
-def _points(points: list[qc.PointData]) -> list[m.PointStruct]:
+def _points(points: list[pt.PointData]) -> list[m.PointStruct]:
     return [
         m.PointStruct(
             id=p.id,
@@ -341,46 +319,25 @@ def _points(points: list[qc.PointData]) -> list[m.PointStruct]:
     ]
 
 
-def _hits(points: list[m.ScoredPoint]) -> list[qc.Hit]:
-    return [qc.Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in points]
+def _hits(points: list[m.ScoredPoint]) -> list[pt.Hit]:
+    return [pt.Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in points]
 
 
-def _rows(rows: list[m.Record]) -> list[qc.Hit]:
-    return [qc.Hit(str(r.id), float(r.order_value or 0.0), dict(r.payload or {})) for r in rows]
+def _rows(rows: list[m.Record]) -> list[pt.Hit]:
+    return [pt.Hit(str(r.id), float(r.order_value or 0.0), dict(r.payload or {})) for r in rows]
 
 
-def _condition(cond: qc.Condition) -> m.Condition:
-    if isinstance(cond, qc.HasIds):
+def _condition(cond: pt.Condition) -> m.Condition:
+    if isinstance(cond, pt.HasIds):
         return m.HasIdCondition(has_id=list(cond.ids))
-    if isinstance(cond, qc.Range):
+    if isinstance(cond, pt.Range):
         return m.FieldCondition(key=cond.key, range=m.Range(gte=cond.gte, lt=cond.lt))
-    if isinstance(cond, qc.IsEmpty):
+    if isinstance(cond, pt.IsEmpty):
         return m.IsEmptyCondition(is_empty=m.PayloadField(key=cond.key))
     if len(cond.values) == 1:
         return m.FieldCondition(key=cond.key, match=m.MatchValue(value=cond.values[0]))
     return m.FieldCondition(key=cond.key, match=m.MatchAny(any=list(cond.values)))  # type: ignore[arg-type]
 
 
-def _filter(conds: tuple[qc.Condition, ...]) -> m.Filter:
+def _filter(conds: tuple[pt.Condition, ...]) -> m.Filter:
     return m.Filter(must=[_condition(c) for c in conds])
-
-
-def _formula(boost: qc.BoostSpec) -> m.FormulaQuery:
-    """Same formula as the Edge store (see ``qdrant_edge._formula``)."""
-    last = m.MaxExpression(max=["created_ts", "last_accessed_ts"])
-    age = m.SumExpression(sum=[boost.now_ts, m.NegExpression(neg=last)])
-    recency = m.PowExpression(
-        pow=m.PowParams(
-            base=0.5, exponent=m.DivExpression(div=m.DivParams(left=age, right=boost.half_life_s))
-        )
-    )
-    return m.FormulaQuery(
-        formula=m.SumExpression(
-            sum=[
-                "$score",
-                m.MultExpression(mult=[boost.importance_weight, "importance"]),
-                m.MultExpression(mult=[boost.recency_weight, recency]),
-            ]
-        ),
-        defaults={"last_accessed_ts": 0.0, "created_ts": 0.0, "importance": 0.5},
-    )

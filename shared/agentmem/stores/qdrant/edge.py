@@ -72,10 +72,10 @@ from agentmem.errors import (
     StoreError,
     StoreLockedError,
 )
-from agentmem.long_term.store import DENSE_VECTOR, SPARSE_VECTOR
-from agentmem.stores.qdrant import _common as qc
+from agentmem.long_term.store import DENSE_VECTOR, SPARSE_VECTOR, SparseVector
+from agentmem.stores import points as pt
+from agentmem.stores.engine import MemoryStoreEngine
 from agentmem.stores.qdrant import _edge_manifest as manifests
-from agentmem.stores.qdrant._base import QdrantStoreBase
 from agentmem.stores.qdrant._edge_files import (
     CONFIG_FILE,
     corrupted,
@@ -115,7 +115,7 @@ INDEX_STATE_FILE = "agentmem-index.json"  # unindexed points at close (a hint, s
 _ROOT_FILES = frozenset({LOCK_FILE, INDEX_STATE_FILE, manifests.MANIFEST_FILE, CURRENT_FILE})
 
 
-class QdrantEdgeStore(QdrantStoreBase):
+class QdrantEdgeStore(MemoryStoreEngine):
     """A :class:`~agentmem.long_term.store.MemoryStore` on a Qdrant Edge shard directory.
 
     Args:
@@ -273,7 +273,7 @@ class QdrantEdgeStore(QdrantStoreBase):
                 shard = qe.EdgeShard.create(str(where), shard_schema(self._dimension))
         else:
             config, stored = _stored_config(where / CONFIG_FILE)
-            qc.check_dimension(stored, self._dimension, f"the Qdrant Edge store at {self._path}")
+            pt.check_dimension(stored, self._dimension, f"the Qdrant Edge store at {self._path}")
             if self._preload or not lazy_layout(config):  # an older layout loads it all
                 read_ahead(where)
             with edge_errors(where, "load"):
@@ -558,16 +558,16 @@ class QdrantEdgeStore(QdrantStoreBase):
                         new.close()
                 shutil.rmtree(target, ignore_errors=True)
 
-    # -- the engine (blocking calls, run under the mutex by _drive) ----------------------
+    # -- the steps (blocking calls, run under the mutex by _drive) -----------------------
 
-    def _write_points(self, points: list[qc.PointData]) -> Program[None]:
+    def _write_points(self, points: list[pt.PointData]) -> Program[None]:
         yield from blocking(self._write, "upsert", (points,), len(points))
 
     def _delete_points(self, ids: list[str]) -> Program[None]:
         yield from blocking(self._write, "delete", (ids,), len(ids))
 
     def _set_payload(
-        self, patches: list[qc.Patch], where: tuple[qc.Condition, ...] = ()
+        self, patches: list[pt.Patch], where: tuple[pt.Condition, ...] = ()
     ) -> Program[None]:
         yield from blocking(self._write, "set_payload", (patches, where), len(patches))
 
@@ -578,36 +578,36 @@ class QdrantEdgeStore(QdrantStoreBase):
         _apply(self._shard, op, args)
         self._note_write(op, args, points)
 
-    def _retrieve(self, ids: list[str]) -> Program[list[qc.Hit]]:
+    def _retrieve(self, ids: list[str]) -> Program[list[pt.Hit]]:
         rows = yield from blocking(
             self._shard.retrieve, list(ids), with_payload=True, with_vector=False
         )
-        return [qc.Hit(str(r.id), 0.0, dict(r.payload or {})) for r in rows]
+        return [pt.Hit(str(r.id), 0.0, dict(r.payload or {})) for r in rows]
 
-    def _retrieve_dense(self, ids: list[str]) -> Program[list[tuple[qc.Hit, list[float]]]]:
+    def _retrieve_dense(self, ids: list[str]) -> Program[list[tuple[pt.Hit, list[float]]]]:
         rows = yield from blocking(
             self._shard.retrieve, list(ids), with_payload=True, with_vector=[DENSE_VECTOR]
         )
-        out: list[tuple[qc.Hit, list[float]]] = []
+        out: list[tuple[pt.Hit, list[float]]] = []
         for r in rows:
             vectors = r.vector  # built on each access
             dense: Any = vectors.get(DENSE_VECTOR) if isinstance(vectors, dict) else None
             if isinstance(dense, list):  # a plain dense vector: Edge's list of floats
-                out.append((qc.Hit(str(r.id), 0.0, dict(r.payload or {})), dense))
+                out.append((pt.Hit(str(r.id), 0.0, dict(r.payload or {})), dense))
         return out
 
-    def _query(self, spec: qc.QuerySpec) -> Program[list[qc.Hit]]:
+    def _query(self, spec: pt.QuerySpec) -> Program[list[pt.Hit]]:
         points = yield from blocking(self._shard.query, _query_request(spec))
         return _hits(points)
 
-    def _query_batch(self, specs: list[qc.QuerySpec]) -> Program[list[list[qc.Hit]]]:
+    def _query_batch(self, specs: list[pt.QuerySpec]) -> Program[list[list[pt.Hit]]]:
         if len(specs) == 1:
             return [(yield from self._query(specs[0]))]
         batch = qe.QueryBatchRequest([_query_request(spec) for spec in specs])
         found = yield from blocking(self._shard.query_batch, batch)
         return [_hits(points) for points in found]
 
-    def _scroll(self, spec: qc.ScrollSpec) -> Program[tuple[list[qc.Hit], str | None]]:
+    def _scroll(self, spec: pt.ScrollSpec) -> Program[tuple[list[pt.Hit], str | None]]:
         order = spec.order
         order_by = (
             None
@@ -623,25 +623,24 @@ class QdrantEdgeStore(QdrantStoreBase):
             order_by=order_by,
         )
         rows, nxt = yield from blocking(self._shard.scroll, request)
-        hits = [qc.Hit(str(r.id), float(r.order_value or 0.0), dict(r.payload or {})) for r in rows]
+        hits = [pt.Hit(str(r.id), float(r.order_value or 0.0), dict(r.payload or {})) for r in rows]
         return hits, None if nxt is None else str(nxt)
 
-    def _count(self, conds: tuple[qc.Condition, ...]) -> Program[int]:
+    def _count(self, conds: tuple[pt.Condition, ...]) -> Program[int]:
         request = qe.CountRequest(exact=True, filter=_filter(conds))
         return int((yield from blocking(self._shard.count, request)))
 
-    def _facet(self, key: str, conds: tuple[qc.Condition, ...], limit: int) -> Program[list[str]]:
+    def _facet(self, key: str, conds: tuple[pt.Condition, ...], limit: int) -> Program[list[str]]:
         request = qe.FacetRequest(key, limit=limit, exact=True, filter=_filter(conds))
         found = yield from blocking(self._shard.facet, request)
         return [str(hit.value) for hit in found.hits]
 
 
-def _hits(points: list[qe.ScoredPoint]) -> list[qc.Hit]:
-    return [qc.Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in points]
+def _hits(points: list[qe.ScoredPoint]) -> list[pt.Hit]:
+    return [pt.Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in points]
 
 
-def _query_request(spec: qc.QuerySpec) -> qe.QueryRequest:
-    flt = _filter(spec.conditions)
+def _query_request(spec: pt.QuerySpec) -> qe.QueryRequest:
     # Exact: every float32 vector. Approximate: the int8 index, then the candidates
     # rescored with float32, so scores are exact cosines either way (fusion compares them).
     params = (
@@ -649,40 +648,24 @@ def _query_request(spec: qc.QuerySpec) -> qe.QueryRequest:
         if spec.exact
         else _RESCORED
     )
-    nearest = []
-    if spec.dense is not None:
-        nearest.append(qe.Query.Nearest(spec.dense, using=DENSE_VECTOR))
-    if spec.sparse is not None:
-        sparse = qe.SparseVector(spec.sparse.indices, spec.sparse.values)
-        nearest.append(qe.Query.Nearest(sparse, using=SPARSE_VECTOR))
-    query: Any
-    prefetches: list[qe.Prefetch] | None = None
-    if len(nearest) == 2:
-        query = qe.Fusion.Rrf(k=qc.RRF_K)
-        prefetches = [
-            qe.Prefetch(spec.candidates, query=q, params=params, filter=flt) for q in nearest
-        ]
+    vector = spec.vector
+    if isinstance(vector, SparseVector):
+        sparse = qe.SparseVector(vector.indices, vector.values)
+        query = qe.Query.Nearest(sparse, using=SPARSE_VECTOR)
     else:
-        query = nearest[0]
-    if spec.boost is not None:
-        if prefetches is None:
-            inner = qe.Prefetch(spec.candidates, query=query, params=params, filter=flt)
-        else:
-            inner = qe.Prefetch(spec.candidates, query=query, prefetches=prefetches)
-        prefetches, query = [inner], _formula(spec.boost)
+        query = qe.Query.Nearest(vector, using=DENSE_VECTOR)
     return qe.QueryRequest(
         limit=spec.limit,
         query=query,
-        prefetches=prefetches,
-        filter=flt if prefetches is None else None,
-        params=params if prefetches is None else None,
-        with_payload=spec.with_payload,
+        filter=_filter(spec.conditions),
+        params=params,
+        with_payload=False,
         with_vector=False,
     )
 
 
 _RESCORED = qe.SearchParams(quantization=qe.QuantizationSearchParams(rescore=True))
-_CONFIG_KEYS = (qc.TENANT_FIELD, *qc.KEYWORD_FIELDS, *qc.BOOL_FIELDS, *qc.FLOAT_FIELDS)
+_CONFIG_KEYS = (pt.TENANT_FIELD, *pt.KEYWORD_FIELDS, *pt.BOOL_FIELDS, *pt.FLOAT_FIELDS)
 
 
 def _apply(shard: qe.EdgeShard, op: str, args: tuple[Any, ...]) -> None:
@@ -709,9 +692,9 @@ def _apply(shard: qe.EdgeShard, op: str, args: tuple[Any, ...]) -> None:
         shard.update(qe.UpdateOperation.delete_points(list(ids)))
     else:
         patches, where = args
-        for ids, set_, unset in qc.group_patches(patches):
+        for ids, set_, unset in pt.group_patches(patches):
             # A conditional write skips the points that do not match `where` (or are gone).
-            flt = _filter((qc.HasIds(tuple(ids)), *where)) if where else None
+            flt = _filter((pt.HasIds(tuple(ids)), *where)) if where else None
             if set_:
                 shard.update(
                     qe.UpdateOperation.set_payload([*ids], set_)
@@ -812,38 +795,20 @@ def _unlock(handle: IO[bytes]) -> None:
     handle.close()
 
 
-def _condition(cond: qc.Condition) -> Any:
-    if isinstance(cond, qc.HasIds):
+def _condition(cond: pt.Condition) -> Any:
+    if isinstance(cond, pt.HasIds):
         return qe.HasIdCondition(set(cond.ids))
-    if isinstance(cond, qc.Range):
+    if isinstance(cond, pt.Range):
         return qe.FieldCondition(cond.key, range=qe.RangeFloat(gte=cond.gte, lt=cond.lt))
-    if isinstance(cond, qc.IsEmpty):
+    if isinstance(cond, pt.IsEmpty):
         return qe.IsEmptyCondition(cond.key)
     if len(cond.values) == 1:
         return qe.FieldCondition(cond.key, match=qe.MatchValue(_value(cond.values[0])))
     return qe.FieldCondition(cond.key, match=qe.MatchAny(list(cond.values)))  # type: ignore[arg-type]
 
 
-def _filter(conds: tuple[qc.Condition, ...]) -> qe.Filter:
+def _filter(conds: tuple[pt.Condition, ...]) -> qe.Filter:
     return qe.Filter(must=[_condition(c) for c in conds])
-
-
-def _formula(boost: qc.BoostSpec) -> qe.Formula:
-    """``$score + wi * importance + wr * 0.5 ** ((now - max(created, accessed)) / half_life)``."""
-    e = qe.Expression
-    last = e.Max([e.Variable("created_ts"), e.Variable("last_accessed_ts")])
-    age = e.Sum([e.Constant(boost.now_ts), e.Neg(last)])
-    recency = e.Pow(e.Constant(0.5), e.Div(age, e.Constant(boost.half_life_s), None))
-    return qe.Formula(
-        e.Sum(
-            [
-                e.Variable("$score"),
-                e.Mult([e.Constant(boost.importance_weight), e.Variable("importance")]),
-                e.Mult([e.Constant(boost.recency_weight), recency]),
-            ]
-        ),
-        defaults={"last_accessed_ts": 0.0, "created_ts": 0.0, "importance": 0.5},
-    )
 
 
 def _value(value: str | int | bool) -> Any:

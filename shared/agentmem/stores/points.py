@@ -1,13 +1,19 @@
-"""Backend-neutral pieces of the Qdrant stores (private).
+"""The backend-neutral values a memory-store engine reads and writes.
 
-Both backends (``qdrant_edge`` and ``qdrant_client``) speak different type systems, so the
-shared logic works on small neutral values defined here and each backend translates them:
+Every backend (Qdrant Edge, qdrant-client, the in-memory store) speaks its own type system,
+so the shared logic (:mod:`agentmem.stores.engine`) works on the small values defined here
+and each backend translates them in its I/O steps:
 
+* filter conditions (:class:`Match`, :class:`Range`, :class:`HasIds`, :class:`IsEmpty`)
+  built from a :class:`Scope` and a :class:`RecordFilter` (:func:`build_conditions`);
+* the requests of the steps (:class:`QuerySpec`, :class:`ScrollSpec`), what they write
+  (:class:`PointData`, :class:`Patch`) and what they read back (:class:`Hit`);
 * validation of ids, vectors and field patches (before anything is written);
-* payload <-> record conversion;
-* filter conditions built from a :class:`Scope` and a :class:`RecordFilter`;
-* the ranking math (RRF, importance and recency boosts) used to explain a score;
+* payload <-> record conversion, and the payload fields a backend indexes;
 * the cursor of ordered scrolls.
+
+Nothing here knows a backend; nothing here ranks (that is
+:mod:`agentmem.long_term.ranking`).
 """
 
 from __future__ import annotations
@@ -24,17 +30,14 @@ from pydantic import ValidationError
 
 from agentmem.errors import DimensionMismatchError, InvalidValueError
 from agentmem.long_term.records import MemoryRecord, RecordFilter, Scope
-from agentmem.long_term.store import Boost, SparseVector
-from agentmem.types import utcnow
+from agentmem.long_term.store import SparseVector
 
 __all__ = [
     "CURRENT_SCOPE_FIELD",
     "FLOAT_FIELDS",
     "KEYWORD_FIELDS",
     "PATCHABLE_FIELDS",
-    "RRF_K",
     "SPACE_FIELD",
-    "BoostSpec",
     "Condition",
     "HasIds",
     "Hit",
@@ -46,7 +49,6 @@ __all__ = [
     "QuerySpec",
     "Range",
     "ScrollSpec",
-    "boost_terms",
     "build_conditions",
     "check_dimension",
     "decode_cursor",
@@ -57,15 +59,10 @@ __all__ = [
     "make_patch",
     "record_from_payload",
     "record_payload",
-    "rrf_term",
-    "validate_boost",
     "validate_dense",
     "validate_ids",
     "validate_sparse",
 ]
-
-#: Qdrant's default RRF constant: a hit at 1-based rank ``r`` adds ``1 / (r + RRF_K - 1)``.
-RRF_K = 2
 
 TENANT_FIELD = "user_id"
 SPACE_FIELD = "space"
@@ -136,27 +133,17 @@ Condition = Match | Range | HasIds | IsEmpty
 
 
 @dataclass(frozen=True)
-class BoostSpec:
-    """A validated :class:`Boost` with the reference time resolved to epoch seconds."""
-
-    importance_weight: float
-    recency_weight: float
-    half_life_s: float
-    now_ts: float
-
-
-@dataclass(frozen=True)
 class QuerySpec:
-    """One search, backend-neutral: which vectors, which conditions, how to rank."""
+    """One nearest-neighbour search on one side: the ``limit`` points matching
+    ``conditions`` that score highest against ``vector``, a dense vector (cosine) or a
+    :class:`SparseVector` (BM25, IDF over the collection), exactly (every point) when
+    ``exact``. Answered with payload-free :class:`Hit` values holding the raw scores, best
+    first: the ranking is :mod:`agentmem.long_term.ranking`'s."""
 
     conditions: tuple[Condition, ...]
     limit: int
-    candidates: int
-    dense: list[float] | None = None
-    sparse: SparseVector | None = None
-    boost: BoostSpec | None = None
+    vector: list[float] | SparseVector
     exact: bool = False
-    with_payload: bool = True
 
 
 @dataclass(frozen=True)
@@ -215,7 +202,8 @@ def group_patches(patches: Sequence[Patch]) -> list[tuple[list[str], dict[str, A
 
 
 class Hit(NamedTuple):
-    """A point returned by a backend: id, score (or order value) and payload."""
+    """A point returned by a backend: id, score (raw cosine or BM25 for a search, the order
+    value for an ordered scroll, else 0) and payload (empty for a search)."""
 
     id: str
     score: float
@@ -296,36 +284,10 @@ def validate_sparse(vector: SparseVector) -> SparseVector:
     return SparseVector(indices, values)
 
 
-def validate_boost(boost: Boost | None) -> BoostSpec | None:
-    """Check a :class:`Boost`; ``None`` when it would not change any score."""
-    if boost is None:
-        return None
-    for name in ("importance_weight", "recency_weight", "half_life_days"):
-        value = getattr(boost, name)
-        if not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-            msg = f"Boost.{name} must be a finite number >= 0, got {value!r}"
-            raise InvalidValueError(msg)
-    if boost.half_life_days <= 0:
-        msg = f"Boost.half_life_days must be > 0, got {boost.half_life_days!r}"
-        raise InvalidValueError(msg)
-    if boost.importance_weight == 0 and boost.recency_weight == 0:
-        return None
-    now = boost.now or utcnow()
-    if now.tzinfo is None:
-        msg = "Boost.now must be timezone-aware (for example datetime.now(timezone.utc))"
-        raise InvalidValueError(msg)
-    return BoostSpec(
-        float(boost.importance_weight),
-        float(boost.recency_weight),
-        float(boost.half_life_days) * 86400.0,
-        now.timestamp(),
-    )
-
-
 def record_payload(record: MemoryRecord) -> dict[str, Any]:
     """The stored payload: :meth:`MemoryRecord.to_payload` without null ``*_ts`` keys.
 
-    Absent (not null) timestamps let the ranking formula fall back to its defaults.
+    Absent (not null) timestamps leave a point out of scrolls ordered by that field.
     """
     payload = record.to_payload()
     for key in _TS_KEYS:
@@ -431,26 +393,6 @@ def make_patch(record: MemoryRecord, fields: Mapping[str, Any]) -> Patch:
         record.id,
         {key: full[key] for key in keys if key in full},
         [key for key in keys if key not in full],
-    )
-
-
-def rrf_term(rank: int) -> float:
-    """RRF contribution of a 1-based ``rank`` (Qdrant's formula, ``k = RRF_K``)."""
-    return 1.0 / (rank + RRF_K - 1)
-
-
-def boost_terms(payload: Mapping[str, Any], boost: BoostSpec) -> tuple[float, float]:
-    """``(importance_boost, recency_boost)`` of a stored point, as Qdrant's formula does.
-
-    Age is measured from the later of creation and last access.
-    """
-    importance = float(payload.get("importance", 0.5))
-    created = float(payload.get("created_ts") or 0.0)
-    last = max(created, float(payload.get("last_accessed_ts") or 0.0))
-    age = boost.now_ts - last
-    return (
-        boost.importance_weight * importance,
-        boost.recency_weight * 0.5 ** (age / boost.half_life_s),
     )
 
 

@@ -1,46 +1,92 @@
-"""The store logic both Qdrant backends share, written once (private).
+"""The memory-store engine: the logic every long-term store shares, whatever its backend.
 
-Each operation is a program (:mod:`agentmem._sansio`): it validates its input, then asks
-the backend's *engine* — typed programs such as :meth:`QdrantStoreBase._retrieve` and
-:meth:`QdrantStoreBase._query` — for the I/O. A backend writes its engine once: the Edge
-store as blocking calls (``blocking``), the qdrant-client store as ``call(client.x,
-async_client.x, ...)``. So sync and async twins run the same logic, and all validation
-happens before the first write: bad input leaves the store as it was.
+:class:`MemoryStoreEngine` implements the whole :class:`~agentmem.long_term.store.MemoryStore`
+protocol (validation, scoping, pagination, the one-owner rule of ids, the search plans of
+:mod:`agentmem.long_term.ranking`) on top of a few typed I/O *steps*. A backend is a
+subclass that implements the steps, and nothing else of the protocol:
 
-:meth:`QdrantStoreBase._session` decides how an operation runs: natively on an async client
-when the backend has one, else whole on a worker thread (``blocking``) under the backend's
-guard (:meth:`QdrantStoreBase._drive`: Edge's mutex, the local-mode lock).
+============================  ===============================================================
+step                          what it does
+============================  ===============================================================
+``_write_points(points)``     insert or replace :class:`~agentmem.stores.points.PointData`
+                              (id, dense vector, sparse vector, payload)
+``_delete_points(ids)``       delete points
+``_set_payload(patches,       set and delete payload keys (:class:`~.points.Patch`); with
+where)``                      ``where``, only on the patched points that match it
+``_retrieve(ids)``            the points of ``ids`` that exist, with payload
+                              (:class:`~.points.Hit`)
+``_retrieve_dense(ids)``      the same with each point's dense vector
+``_query(spec)``              one nearest-neighbour search on one side, dense (cosine) or
+                              sparse (BM25 with IDF over the collection)
+                              (:class:`~.points.QuerySpec`): ids and raw scores, best first,
+                              no payload
+``_query_batch(specs)``       several ``_query`` at once (default: one after the other)
+``_scroll(spec)``             a page of points matching conditions, in id order or ordered
+                              by a payload field (:class:`~.points.ScrollSpec`)
+``_count(conditions)``        how many points match, exactly
+``_facet(key, conditions,     the distinct values of a keyword field among matching points
+limit)``
+``close()``                   flush and release the backend
+============================  ===============================================================
+
+Conditions are the neutral values of :mod:`agentmem.stores.points` (``Match``, ``Range``,
+``HasIds``, ``IsEmpty``), always ANDed, and always carry the caller's :class:`Scope` (built
+by :func:`~agentmem.stores.points.build_conditions`): a step never decides who may see what.
+Steps never rank: a search returns raw scores, and every score a store returns is computed
+by the one ranker (:mod:`agentmem.long_term.ranking`).
+
+Each step is a program (:mod:`agentmem._sansio`): a backend writes it once, as blocking
+calls (``blocking(...)``: Qdrant Edge, the in-memory store) or as ``call(client.x,
+async_client.x, ...)`` (qdrant-client), and the sync and async twins of every operation
+run the same logic. All validation happens before the first write: bad input leaves the
+store as it was. How an operation runs is :meth:`MemoryStoreEngine._session`: natively on an
+async client when the backend has one (``_native_async``), else whole on a worker thread
+under the backend's guard (:meth:`MemoryStoreEngine._drive`: Edge's mutex, the local-mode
+lock); a backend whose steps are CPU work of microseconds (the in-memory store) runs them
+inline.
+
+Adding a backend: one module with a subclass implementing the steps, a registry line, and a
+parameter of the conformance suite (``tests/conformance/long_term``).
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 
 from agentmem._sansio import Program, async_twin, blocking, drive, offload, twin
 from agentmem._util.closing import ClosesOnExit
 from agentmem.errors import InvalidValueError, MemoryNotFoundError, StoreClosedError
-from agentmem.long_term._fusion import fused_search_program
+from agentmem.long_term._fusion import run_plan
+from agentmem.long_term.ranking import list_plan
 from agentmem.long_term.records import MemoryRecord, RecordFilter, Scope
-from agentmem.long_term.store import Boost, FusionPlan, ScoredRecord, SparseVector
-from agentmem.stores.qdrant import _common as qc
-from agentmem.stores.qdrant._fused import qdrant_fused_program
+from agentmem.long_term.store import (
+    Boost,
+    FusionPlan,
+    RecordRequest,
+    ScoredRecord,
+    ScoreRequest,
+    SparseVector,
+)
+from agentmem.stores import points as pt
 
-__all__ = ["QdrantStoreBase"]
+__all__ = ["MemoryStoreEngine"]
 
 logger = logging.getLogger("agentmem.long_term")
 
 T = TypeVar("T")
-S = TypeVar("S", bound="QdrantStoreBase")
+S = TypeVar("S", bound="MemoryStoreEngine")
+Side = Literal["dense", "sparse"]
 P = ParamSpec("P")
 OrderKey = Literal["created_ts", "last_accessed_ts"]
 
 
 def _operation(steps: Callable[Concatenate[S, P], Program[T]]) -> twin[S, P, T]:
     """A public operation of a store: ``steps`` run as one session (see
-    :meth:`QdrantStoreBase._session`), exposed with :class:`~agentmem._sansio.twin`."""
+    `MemoryStoreEngine._session`), exposed with :class:`~agentmem._sansio.twin`."""
 
     @functools.wraps(steps)
     def program(self: S, /, *args: P.args, **kwargs: P.kwargs) -> Program[T]:
@@ -49,25 +95,28 @@ def _operation(steps: Callable[Concatenate[S, P], Program[T]]) -> twin[S, P, T]:
     return twin(program)
 
 
-class QdrantStoreBase(ClosesOnExit):
-    """Validation, scoping, explain and pagination shared by the Qdrant stores (and the
-    in-memory one); ``with store:`` closes it."""
+class MemoryStoreEngine(ClosesOnExit, ABC):
+    """A :class:`~agentmem.long_term.store.MemoryStore` over a backend's I/O steps (see the
+    module); ``with store:`` closes it.
+
+    Example:
+        >>> from agentmem.stores.in_memory import InMemoryMemoryStore
+        >>> issubclass(InMemoryMemoryStore, MemoryStoreEngine)
+        True
+    """
 
     _dimension: int
     _closed: bool = False
     _native_async: bool = False
-    #: Answer fusion plans with the generic program over search and get (stores whose
-    #: engine has no cheaper payload-free queries) instead of compiling them.
-    _generic_fusion: bool = False
 
     @property
     def dimension(self) -> int:
         """Size of the dense vectors of the collection."""
         return self._dimension
 
+    @abstractmethod
     def close(self) -> None:
         """Flush and release the store. Further use raises ``StoreClosedError``."""
-        raise NotImplementedError
 
     aclose = offload(close)
 
@@ -91,77 +140,78 @@ class QdrantStoreBase(ClosesOnExit):
         self._check_open()
         return drive(program)
 
-    # -- the engine: typed I/O each backend implements ---------------------------------
+    # -- the steps: typed I/O each backend implements (see the module) ----------------
 
-    def _retrieve(self, ids: list[str]) -> Program[list[qc.Hit]]:
+    @abstractmethod
+    def _retrieve(self, ids: list[str]) -> Program[list[pt.Hit]]:
         """The points of ``ids`` that exist, with payload."""
-        raise NotImplementedError
 
-    def _retrieve_dense(self, ids: list[str]) -> Program[list[tuple[qc.Hit, list[float]]]]:
+    @abstractmethod
+    def _retrieve_dense(self, ids: list[str]) -> Program[list[tuple[pt.Hit, list[float]]]]:
         """The points of ``ids`` that exist, with payload and dense vector."""
-        raise NotImplementedError
 
-    def _query(self, spec: qc.QuerySpec) -> Program[list[qc.Hit]]:
-        """One search (see :class:`~agentmem.stores.qdrant._common.QuerySpec`)."""
-        raise NotImplementedError
+    @abstractmethod
+    def _query(self, spec: pt.QuerySpec) -> Program[list[pt.Hit]]:
+        """One search on one side (see :class:`~agentmem.stores.points.QuerySpec`): ids and
+        raw scores, best first, without payload."""
 
-    def _query_batch(self, specs: list[qc.QuerySpec]) -> Program[list[list[qc.Hit]]]:
+    def _query_batch(self, specs: list[pt.QuerySpec]) -> Program[list[list[pt.Hit]]]:
         """Several searches, answered in order (one call where the backend batches)."""
         found = []
         for spec in specs:
             found.append((yield from self._query(spec)))
         return found
 
-    def _scroll(self, spec: qc.ScrollSpec) -> Program[tuple[list[qc.Hit], str | None]]:
-        """A page of points (see :class:`~agentmem.stores.qdrant._common.ScrollSpec`) and
+    @abstractmethod
+    def _scroll(self, spec: pt.ScrollSpec) -> Program[tuple[list[pt.Hit], str | None]]:
+        """A page of points (see :class:`~agentmem.stores.points.ScrollSpec`) and
         the id the next page starts at (or None)."""
-        raise NotImplementedError
 
-    def _count(self, conds: tuple[qc.Condition, ...]) -> Program[int]:
+    @abstractmethod
+    def _count(self, conds: tuple[pt.Condition, ...]) -> Program[int]:
         """How many points match ``conds`` (exactly)."""
-        raise NotImplementedError
 
-    def _facet(self, key: str, conds: tuple[qc.Condition, ...], limit: int) -> Program[list[str]]:
+    @abstractmethod
+    def _facet(self, key: str, conds: tuple[pt.Condition, ...], limit: int) -> Program[list[str]]:
         """The distinct values of the keyword ``key`` among the points matching ``conds``
         (at most ``limit``)."""
-        raise NotImplementedError
 
-    def _write_points(self, points: list[qc.PointData]) -> Program[None]:
+    @abstractmethod
+    def _write_points(self, points: list[pt.PointData]) -> Program[None]:
         """Insert or replace these points."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _delete_points(self, ids: list[str]) -> Program[None]:
         """Delete these points."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _set_payload(
-        self, patches: list[qc.Patch], where: tuple[qc.Condition, ...] = ()
+        self, patches: list[pt.Patch], where: tuple[pt.Condition, ...] = ()
     ) -> Program[None]:
         """Set and delete payload keys of points; with ``where``, only on those of the
         patched points that match it (a conditional write: no point is read)."""
-        raise NotImplementedError
 
     def _backfill_spaces(self) -> int:
         """Give points written by an older agentmem the keys it did not write, at open:
         the space (before spaces existed, agentmem 0.1) and, on current points,
-        :data:`~agentmem.stores.qdrant._common.CURRENT_SCOPE_FIELD`. Only such points are
+        :data:`~agentmem.stores.points.CURRENT_SCOPE_FIELD`. Only such points are
         read, so once done it costs two empty scrolls."""
         return drive(self._session(self._backfill_steps()))
 
     def _backfill_steps(self) -> Program[int]:
         done = 0
         for missing, patch in (
-            ((qc.IsEmpty(qc.SPACE_FIELD),), _legacy_space_patch),
+            ((pt.IsEmpty(pt.SPACE_FIELD),), _legacy_space_patch),
             (
-                (qc.IsEmpty(qc.CURRENT_SCOPE_FIELD), qc.Match("is_current", (True,))),
+                (pt.IsEmpty(pt.CURRENT_SCOPE_FIELD), pt.Match("is_current", (True,))),
                 _current_scope_patch,
             ),
         ):
             while True:
-                page = yield from self._scroll(qc.ScrollSpec(missing, 1024))
+                page = yield from self._scroll(pt.ScrollSpec(missing, 1024))
                 if not page[0]:
                     break
-                patches = [qc.Patch(h.id, patch(h.payload), []) for h in page[0]]
+                patches = [pt.Patch(h.id, patch(h.payload), []) for h in page[0]]
                 yield from self._set_payload(patches)
                 done += len(patches)
         if done:
@@ -184,7 +234,7 @@ class QdrantStoreBase(ClosesOnExit):
                 f"{len(records)} records, {len(dense)} dense, {len(sparse)} sparse"
             )
             raise InvalidValueError(msg)
-        ids = qc.validate_ids([r.id for r in records])
+        ids = pt.validate_ids([r.id for r in records])
         if len(ids) != len(records):
             msg = "upsert got the same memory id twice in one batch; ids must be unique"
             raise InvalidValueError(msg)
@@ -194,18 +244,18 @@ class QdrantStoreBase(ClosesOnExit):
                 msg = f"upsert takes MemoryRecord objects, got {type(record).__name__}"
                 raise InvalidValueError(msg)
             points.append(
-                qc.PointData(
+                pt.PointData(
                     record.id,
-                    qc.validate_dense(vec, self._dimension),
-                    qc.validate_sparse(sp),
-                    qc.record_payload(record),
+                    pt.validate_dense(vec, self._dimension),
+                    pt.validate_sparse(sp),
+                    pt.record_payload(record),
                 )
             )
         if points:
             # An id is owned by one scope forever: never let a write move it to another.
             existing = yield from self._retrieve(ids)
             by_id = {r.id: r for r in records}
-            foreign = [h.id for h in existing if not qc.in_scope(h.payload, by_id[h.id].scope)]
+            foreign = [h.id for h in existing if not pt.in_scope(h.payload, by_id[h.id].scope)]
             if foreign:
                 msg = (
                     f"memory ids {foreign} already belong to another scope; nothing was "
@@ -214,31 +264,31 @@ class QdrantStoreBase(ClosesOnExit):
                 raise InvalidValueError(msg)
             yield from self._write_points(points)
 
-    def _in_scope_steps(self, scope: Scope, ids: Sequence[str]) -> Program[list[qc.Hit]]:
-        qc.build_conditions(scope, None)  # validates the scope
-        wanted = qc.validate_ids(ids)
+    def _in_scope_steps(self, scope: Scope, ids: Sequence[str]) -> Program[list[pt.Hit]]:
+        pt.build_conditions(scope, None)  # validates the scope
+        wanted = pt.validate_ids(ids)
         if not wanted:
             return []
         hits = yield from self._retrieve(wanted)
-        found = {h.id: h for h in hits if qc.in_scope(h.payload, scope)}
+        found = {h.id: h for h in hits if pt.in_scope(h.payload, scope)}
         return [found[i] for i in wanted if i in found]
 
     @_operation
     def get(self, scope: Scope, ids: Sequence[str]) -> Program[list[MemoryRecord]]:
         """Records with these ids inside ``scope``, in the order of ``ids``; others skipped."""
         hits = yield from self._in_scope_steps(scope, ids)
-        return [qc.record_from_payload(h.id, h.payload) for h in hits]
+        return [pt.record_from_payload(h.id, h.payload) for h in hits]
 
     @_operation
     def get_vectors(self, scope: Scope, ids: Sequence[str]) -> Program[dict[str, list[float]]]:
         """Dense vectors of the records with these ids inside ``scope`` (see
         ``MemoryStore.get_vectors``)."""
-        qc.build_conditions(scope, None)  # validates the scope
-        wanted = qc.validate_ids(ids)
+        pt.build_conditions(scope, None)  # validates the scope
+        wanted = pt.validate_ids(ids)
         if not wanted:
             return {}
         rows = yield from self._retrieve_dense(wanted)
-        return {hit.id: dense for hit, dense in rows if qc.in_scope(hit.payload, scope)}
+        return {hit.id: dense for hit, dense in rows if pt.in_scope(hit.payload, scope)}
 
     @_operation
     def delete(self, scope: Scope, ids: Sequence[str]) -> Program[int]:
@@ -255,14 +305,14 @@ class QdrantStoreBase(ClosesOnExit):
         """Patch record fields of records inside ``scope`` (see ``MemoryStore.set_fields``)."""
         hits = yield from self._in_scope_steps(scope, ids)
         found = {h.id for h in hits}
-        missing = [i for i in qc.validate_ids(ids) if i not in found]
+        missing = [i for i in pt.validate_ids(ids) if i not in found]
         if missing:
             msg = f"no memories with ids {missing} in scope {scope!r}; nothing was changed"
             raise MemoryNotFoundError(msg)
         if hits and fields:
             # The keys a patch sets depend on the values and the scope only (the same for
             # every record here): validate them on one record, write them to all at once.
-            first = qc.make_patch(qc.record_from_payload(hits[0].id, hits[0].payload), fields)
+            first = pt.make_patch(pt.record_from_payload(hits[0].id, hits[0].payload), fields)
             yield from self._set_payload([first._replace(id=h.id) for h in hits])
 
     @_operation
@@ -278,19 +328,19 @@ class QdrantStoreBase(ClosesOnExit):
         Raises:
             InvalidValueError: A bad id, field or value (nothing is changed).
         """
-        where = qc.build_conditions(scope, RecordFilter(include_history=True))
-        ids = qc.validate_ids([memory_id for memory_id, _ in changes])
+        where = pt.build_conditions(scope, RecordFilter(include_history=True))
+        ids = pt.validate_ids([memory_id for memory_id, _ in changes])
         # The keys a patch sets depend on the values and the scope only (see set_fields):
         # each distinct `fields` is validated once, on a record of the scope.
         template = MemoryRecord.new("(a record of the scope)", "semantic", scope=scope)
-        made: dict[str, qc.Patch] = {}
+        made: dict[str, pt.Patch] = {}
         patches = []
         for memory_id, (_, fields) in sorted(zip(ids, changes, strict=True), key=_by_fields):
             if not fields:
                 continue
             key = repr(sorted(fields.items()))
             if key not in made:
-                made[key] = qc.make_patch(template, fields)
+                made[key] = pt.make_patch(template, fields)
             patches.append(made[key]._replace(id=memory_id))
         if patches:
             yield from self._set_payload(patches, where)
@@ -317,77 +367,80 @@ class QdrantStoreBase(ClosesOnExit):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 msg = f"{name} must be a positive integer, got {value!r}"
                 raise InvalidValueError(msg)
-        spec = qc.QuerySpec(
-            conditions=qc.build_conditions(scope, filter),
+        sides: list[Side] = []
+        if dense is not None:
+            sides.append("dense")
+        if sparse is not None:
+            sides.append("sparse")
+        plan = list_plan(
+            sides,
             limit=limit,
             candidates=max(candidates, limit),
-            dense=None if dense is None else qc.validate_dense(dense, self._dimension),
-            sparse=None if sparse is None else qc.validate_sparse(sparse),
-            boost=qc.validate_boost(boost),
+            boost=boost,
+            explain=explain,
             exact=exact,
         )
-        hits = yield from self._query(spec)
-        parts: dict[str, dict[str, float]] = {}
-        if explain and hits:
-            parts = yield from self._explain_steps(spec, hits)
-        return [
-            ScoredRecord(qc.record_from_payload(h.id, h.payload), h.score, parts.get(h.id, {}))
-            for h in hits
-        ]
+        return (yield from self._answer(scope, filter, dense, sparse, plan))
 
-    def _explain_steps(
-        self, spec: qc.QuerySpec, hits: list[qc.Hit]
-    ) -> Program[dict[str, dict[str, float]]]:
-        ids = tuple(h.id for h in hits)
-        parts: dict[str, dict[str, float]] = {i: {} for i in ids}
-        for name, dense, sparse in (("dense", spec.dense, None), ("sparse", None, spec.sparse)):
-            if dense is None and sparse is None:
-                continue
-            single = qc.QuerySpec(
-                conditions=spec.conditions,
-                limit=spec.candidates,
-                candidates=spec.candidates,
-                dense=dense,
-                sparse=sparse,
-                exact=spec.exact,
-                with_payload=False,
-            )
-            ranked = yield from self._query(single)
-            ranks = {h.id: n for n, h in enumerate(ranked, start=1)}
-            raw = yield from self._query(
-                qc.QuerySpec(
-                    conditions=(*spec.conditions, qc.HasIds(ids)),
-                    limit=len(ids),
-                    candidates=len(ids),
-                    dense=dense,
-                    sparse=sparse,
-                    exact=True,
-                    with_payload=False,
-                )
-            )
-            for h in raw:
-                parts[h.id][name] = h.score
-            for i in ids:
-                if i in ranks:
-                    parts[i][f"{name}_rank"] = float(ranks[i])
-        hybrid = spec.dense is not None and spec.sparse is not None
-        for h in hits:
-            comp = parts[h.id]
-            if hybrid:
-                comp["fused"] = sum(
-                    qc.rrf_term(int(comp[k])) for k in ("dense_rank", "sparse_rank") if k in comp
-                )
-                base = comp["fused"]
-            else:
-                base = comp.get("dense", comp.get("sparse", 0.0))
-            comp["base"] = base
-            if spec.boost is not None:
-                imp, rec = qc.boost_terms(h.payload, spec.boost)
-                comp["importance_boost"] = imp
-                comp["recency_boost"] = rec
-                comp["boosted_in_qdrant"] = 1.0
-            comp["final"] = h.score
-        return parts
+    def _answer(
+        self,
+        scope: Scope,
+        flt: RecordFilter | None,
+        dense: Sequence[float] | None,
+        sparse: SparseVector | None,
+        plan: FusionPlan,
+    ) -> Program[list[ScoredRecord]]:
+        """Answer a ranking ``plan`` with the steps: score requests are searches without
+        payload (those asked together, one batch), the record request one retrieve (with
+        the dense vectors when asked)."""
+        conditions = pt.build_conditions(scope, flt)
+        vectors: dict[Side, list[float] | SparseVector] = {}
+        if dense is not None:
+            vectors["dense"] = pt.validate_dense(dense, self._dimension)
+        if sparse is not None:
+            vectors["sparse"] = pt.validate_sparse(sparse)
+
+        def spec(request: ScoreRequest) -> pt.QuerySpec:
+            conds = conditions
+            if request.ids is not None:
+                conds = (*conds, pt.HasIds(request.ids))
+            if request.window is not None:
+                start, end = request.window
+                conds = (*conds, pt.Range("created_ts", start.timestamp(), end.timestamp()))
+            if request.side not in vectors:
+                msg = f"the search plan asks for {request.side} scores but has no such vector"
+                raise InvalidValueError(msg)
+            exact = request.exact or request.ids is not None
+            return pt.QuerySpec(conds, request.limit, vectors[request.side], exact)
+
+        scores = functools.partial(self._scores, spec)
+        records = functools.partial(self._records, scope)
+        return (yield from run_plan(plan, scores, records))
+
+    def _scores(
+        self, spec: Callable[[ScoreRequest], pt.QuerySpec], batch: list[ScoreRequest]
+    ) -> Program[list[dict[str, float]]]:
+        """The raw scores of a plan's score requests (one batch of searches)."""
+        found = yield from self._query_batch([spec(one) for one in batch])
+        return [{h.id: h.score for h in hits} for hits in found]
+
+    def _records(self, scope: Scope, request: RecordRequest) -> Program[dict[str, Any]]:
+        """The records a plan asks for that are in ``scope``, by id; with ``vectors``, each
+        with its dense vector."""
+        ids = list(request.ids)
+        if request.vectors:
+            pairs = yield from self._retrieve_dense(ids)
+            return {
+                h.id: (pt.record_from_payload(h.id, h.payload), vector)
+                for h, vector in pairs
+                if pt.in_scope(h.payload, scope)
+            }
+        rows = yield from self._retrieve(ids)
+        return {
+            h.id: pt.record_from_payload(h.id, h.payload)
+            for h in rows
+            if pt.in_scope(h.payload, scope)
+        }
 
     @_operation
     def scroll(
@@ -400,24 +453,24 @@ class QdrantStoreBase(ClosesOnExit):
         order_by: OrderKey | None = None,
     ) -> Program[tuple[list[MemoryRecord], str | None]]:
         """A page of records in ``scope`` and the next offset (or None)."""
-        conds = qc.build_conditions(scope, filter)
+        conds = pt.build_conditions(scope, filter)
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             msg = f"limit must be a positive integer, got {limit!r}"
             raise InvalidValueError(msg)
         if order_by is None:
-            start = None if offset is None else qc.validate_ids([offset])[0]
-            hits, nxt = yield from self._scroll(qc.ScrollSpec(conds, limit, start))
-            records = [qc.record_from_payload(h.id, h.payload) for h in hits]
+            start = None if offset is None else pt.validate_ids([offset])[0]
+            hits, nxt = yield from self._scroll(pt.ScrollSpec(conds, limit, start))
+            records = [pt.record_from_payload(h.id, h.payload) for h in hits]
             return records, None if nxt is None else str(nxt)
         if order_by not in ("created_ts", "last_accessed_ts"):
             msg = f"order_by must be 'created_ts' or 'last_accessed_ts', got {order_by!r}"
             raise InvalidValueError(msg)
-        value, skip = (None, 0) if offset is None else qc.decode_cursor(offset, order_by)
-        order = qc.OrderSpec(order_by, value)
-        rows, _ = yield from self._scroll(qc.ScrollSpec(conds, limit + skip + 1, None, order))
+        value, skip = (None, 0) if offset is None else pt.decode_cursor(offset, order_by)
+        order = pt.OrderSpec(order_by, value)
+        rows, _ = yield from self._scroll(pt.ScrollSpec(conds, limit + skip + 1, None, order))
         rows = rows[skip:]
         page = rows[:limit]
-        records = [qc.record_from_payload(h.id, h.payload) for h in page]
+        records = [pt.record_from_payload(h.id, h.payload) for h in page]
         if len(rows) <= limit:
             return records, None
         last = page[-1].score
@@ -428,47 +481,32 @@ class QdrantStoreBase(ClosesOnExit):
             same += 1
         if same == len(page) and last == value:
             same += skip
-        return records, qc.encode_cursor(order_by, last, same)
+        return records, pt.encode_cursor(order_by, last, same)
 
     @_operation
     def user_ids(self, space: str = "memories", limit: int = 100_000) -> Program[list[str]]:
         """The ids of the users with records in ``space`` (at most ``limit``), sorted: read
         from the tenant index (a facet), not from the records. For tools that list users
         (the inspector); every other operation stays inside one scope."""
-        where = (qc.Match(qc.SPACE_FIELD, (space,)),)
-        return sorted((yield from self._facet(qc.TENANT_FIELD, where, limit)))
+        where = (pt.Match(pt.SPACE_FIELD, (space,)),)
+        return sorted((yield from self._facet(pt.TENANT_FIELD, where, limit)))
 
     @_operation
     def count(self, scope: Scope, *, filter: RecordFilter | None = None) -> Program[int]:
         """How many records in ``scope`` match ``filter``."""
-        return (yield from self._count(qc.build_conditions(scope, filter)))
+        return (yield from self._count(pt.build_conditions(scope, filter)))
 
     @_operation
     def fused_search(
         self,
         scope: Scope,
         filter: RecordFilter,
-        dense: Sequence[float],
+        dense: Sequence[float] | None,
         sparse: SparseVector | None,
         plan: FusionPlan,
     ) -> Program[list[ScoredRecord]]:
-        """Run a hybrid-search plan with payload-free Qdrant queries (see
-        ``MemoryStore.fused_search``)."""
-        if self._generic_fusion:
-            return (yield from fused_search_program(self, scope, filter, dense, sparse, plan))
-        return (
-            yield from qdrant_fused_program(
-                self._query_batch,
-                self._retrieve,
-                self._retrieve_dense,
-                scope,
-                filter,
-                dense,
-                sparse,
-                self._dimension,
-                plan,
-            )
-        )
+        """Run a search plan with payload-free searches (see ``MemoryStore.fused_search``)."""
+        return (yield from self._answer(scope, filter, dense, sparse, plan))
 
     aupsert = async_twin(upsert)
     aget = async_twin(get)
@@ -487,8 +525,8 @@ def _by_fields(pair: tuple[str, tuple[str, Mapping[str, Any]]]) -> str:
 
 
 def _legacy_space_patch(payload: Mapping[str, Any]) -> dict[str, Any]:
-    return {qc.SPACE_FIELD: qc.legacy_space(payload)}
+    return {pt.SPACE_FIELD: pt.legacy_space(payload)}
 
 
 def _current_scope_patch(payload: Mapping[str, Any]) -> dict[str, Any]:
-    return {qc.CURRENT_SCOPE_FIELD: qc.current_scope(payload["user_id"], payload[qc.SPACE_FIELD])}
+    return {pt.CURRENT_SCOPE_FIELD: pt.current_scope(payload["user_id"], payload[pt.SPACE_FIELD])}
