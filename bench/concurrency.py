@@ -232,6 +232,8 @@ def main(argv: list[str] | None = None) -> int:
             for proc in procs[shift:] + procs[:shift]:
                 tag = f"r{rnd}-{mode}-{users}"
                 result = proc.run(mode=mode, users=users, turns=args.turns, tag=tag)
+                rate = args.turns / result["wall_s"]
+                log(f"  {proc.name} {mode} x{users}: {rate:.1f} turns/s")
                 runs.setdefault((proc.name, mode, users), []).append(result)
     closing = {proc.name: proc.close() for proc in procs}
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -168,3 +169,24 @@ def test_an_empty_request_does_not_reach_the_model() -> None:
 def test_max_batch_must_be_positive() -> None:
     with pytest.raises(ConfigurationError, match="max_batch"):
         BatchWorker(Recorder(), max_batch=0)
+
+
+def test_an_idle_worker_ends_its_thread_and_can_be_collected() -> None:
+    import gc
+    import weakref
+
+    worker = BatchWorker(Recorder(), idle_exit=0.05, name="idle-test-worker")
+    assert worker.embed(["a"], query=True) == expected(["a"], True)
+    thread = next(t for t in threading.enumerate() if t.name == worker.name)
+    thread.join(10)
+    assert not thread.is_alive()
+    assert worker.embed(["bb"], query=True) == expected(["bb"], True)  # starts again
+    ref = weakref.ref(worker)
+    del worker
+    gc.collect()
+    for _ in range(200):  # the second thread ends within idle_exit, then nothing holds it
+        if ref() is None:
+            break
+        time.sleep(0.05)
+        gc.collect()
+    assert ref() is None

@@ -15,8 +15,10 @@ runs every pass of one model in this process:
   (``asyncio.wrap_future``) without blocking the event loop and without a pool thread;
 * an error in a shared pass is retried request by request, so only the request that
   caused it fails; a cancelled async caller's texts are skipped if not yet taken;
-* the thread starts on first use and again after ``fork()`` in the child (where the
-  parent's thread does not exist), holding nothing when idle.
+* the thread starts on first use, ends after ``idle_exit`` seconds without work (so an
+  embedder nobody uses any more can be collected, model and all), and starts again on the
+  next request, also after ``fork()`` in the child (where the parent's thread does not
+  exist).
 
 Example:
     >>> worker = BatchWorker(lambda texts, query: [[float(len(t))] for t in texts])
@@ -40,10 +42,13 @@ from dataclasses import dataclass, field
 
 from agentmem._checks import check_positive_int
 
-__all__ = ["BATCH_WINDOW_S", "BatchWorker", "Encode"]
+__all__ = ["BATCH_WINDOW_S", "IDLE_EXIT_S", "BatchWorker", "Encode"]
 
 BATCH_WINDOW_S = 0.002
 """Seconds a request that finds the worker idle waits for others to share its pass."""
+
+IDLE_EXIT_S = 10.0
+"""Seconds without work after which the worker thread ends (the next request restarts it)."""
 
 Encode = Callable[[list[str], bool], list[list[float]]]
 """``encode(texts, query)``: one forward pass over ``texts`` (embedded as queries when
@@ -85,6 +90,7 @@ class BatchWorker:
         shared_pass: Whether queries and documents may share a pass (the model embeds
             them alike); called once, before the first pass.
         name: The thread's name.
+        idle_exit: Seconds without work after which the thread ends.
 
     Example:
         >>> import asyncio
@@ -101,6 +107,7 @@ class BatchWorker:
         window: float = BATCH_WINDOW_S,
         shared_pass: Callable[[], bool] = lambda: True,
         name: str = "agentmem-embed",
+        idle_exit: float = IDLE_EXIT_S,
     ) -> None:
         self._encode = encode
         self.max_batch = check_positive_int(max_batch, "max_batch")
@@ -108,6 +115,7 @@ class BatchWorker:
         self._shared_pass = shared_pass
         self._mixed: bool | None = None
         self.name = name
+        self.idle_exit = idle_exit
         self.passes = 0
         """Forward passes run so far (for tests and benchmarks)."""
         self._reset()
@@ -152,16 +160,21 @@ class BatchWorker:
     # -- the worker thread -----------------------------------------------------------------
 
     def _run(self) -> None:
-        while True:
-            pieces = self._next_pass()
+        while (pieces := self._next_pass()) is not None:
             if pieces:
                 self._pass(pieces)
 
-    def _next_pass(self) -> list[_Piece]:
+    def _next_pass(self) -> list[_Piece] | None:
+        """The texts of the next pass; ``None`` when idle for ``idle_exit`` (thread ends)."""
         with self._cond:
             if not (self._queries or self._documents):
                 while not (self._queries or self._documents):
-                    self._cond.wait()
+                    if not self._cond.wait(self.idle_exit) and not (
+                        self._queries or self._documents
+                    ):
+                        # Decided under the lock: a later submit() starts a new thread.
+                        self._thread = None
+                        return None
                 # Found idle: wait a moment for others to share the pass.
                 deadline = time.monotonic() + self.window
                 while self._pending() < self.max_batch:
