@@ -19,7 +19,14 @@ on their stdin). After each run the side drains its background consolidation (ti
 
 Reported per side and setting: turns/s (median of the rounds, with min-max), the p50 and
 p95 per turn over all rounds, and the ratios the targets are stated in: turns/s with N users
-over turns/s with one, p50 with N over p50 with one; and ours over base.
+over turns/s with one, p50 with N over p50 with one; and ours over base. Also the
+"sustained" turns/s, which counts the drain of the background consolidation the turns
+queued: a side that starves its consolidation while the users talk looks faster by turns/s
+alone and leaves the work for later (``drain_s``).
+
+On a shared machine, more threads also take a larger share of the cores from other
+processes: compare the sides with each other in the same run, not with runs on a quiet
+machine.
 """
 
 from __future__ import annotations
