@@ -1,12 +1,13 @@
 """One agent, one ``MemoryService``, many users at once: the memory layer's cost per model call.
 
 Usage:
-    .venv/bin/python bench/multi_tenant.py [--users 50] [--turns 20] [--threads 8]
+    .venv/bin/python bench/multi_tenant.py [--users 50] [--turns 20] [--threads 1,8]
         [--out FILE.json]
 
 A LangChain ``create_agent`` agent with one ``AgentMemoryMiddleware(service)`` serves
-``--users`` users, ``--turns`` turns each (each user in its own ``thread_id``), once from
-``--threads`` threads and once from asyncio tasks, on the embedded defaults (SQLite + Qdrant
+``--users`` users, ``--turns`` turns each (each user in its own ``thread_id``), from each
+number of ``--threads`` threads and, as many at a time, from asyncio tasks (a semaphore
+lets that many users' tasks run at once), on the embedded defaults (SQLite + Qdrant
 Edge under a temporary home, the real local embedder, background consolidation on). The
 model is scripted (it answers at once), so what is timed is the agent machinery and the
 memory layer, not an LLM.
@@ -29,7 +30,8 @@ long-term memory at the end ("consolidated"; an explicit ``consolidate()`` takes
 
 Checked in the same run: every request the model saw holds no other user's memory (each user
 has a unique seeded fact), and every turn is in its session exactly once.
-Reported: per-call p50/p95 ms (ours, baseline, overhead), turns/s, peak RSS.
+Reported: per-call p50/p95 ms (ours, baseline, overhead), turns/s, peak RSS, and for each
+system and mode the ratios of the most concurrent setting to one at a time (turns/s and p50).
 """
 
 from __future__ import annotations
@@ -148,13 +150,15 @@ def drive(agent: Any, users: list[str], turns: range, mode: str, threads: int, t
             list(pool.map(run, users))
     else:
 
-        async def arun(user: str) -> None:
-            for turn in turns:
-                inputs, options = payload(user, turn)
-                await agent.ainvoke(inputs, **options)
+        async def arun(user: str, gate: asyncio.Semaphore) -> None:
+            async with gate:
+                for turn in turns:
+                    inputs, options = payload(user, turn)
+                    await agent.ainvoke(inputs, **options)
 
         async def all_users() -> None:
-            await asyncio.gather(*(arun(u) for u in users))
+            gate = asyncio.Semaphore(threads)
+            await asyncio.gather(*(arun(u, gate) for u in users))
 
         asyncio.run(all_users())
     return time.perf_counter() - start
@@ -183,7 +187,7 @@ def check(
     return {"leaks": leaks, "lost": lost, "duplicated": duplicated, "consolidated": consolidated}
 
 
-def run_mode(args: argparse.Namespace, mode: str) -> list[dict[str, Any]]:
+def run_mode(args: argparse.Namespace, mode: str, threads: int) -> list[dict[str, Any]]:
     from agentmem import MemoryService
 
     users = [f"user{i:03d}" for i in range(args.users)]
@@ -195,7 +199,7 @@ def run_mode(args: argparse.Namespace, mode: str) -> list[dict[str, Any]]:
         # Untimed warm-up of the memory path (graph, tokenizer, model caches) on threads of
         # its own, so the first system timed does not pay it.
         warm, _, _ = build(service, with_memory=True)
-        drive(warm, users, range(1), mode, args.threads, "warm")
+        drive(warm, users, range(1), mode, threads, "warm")
         service.wait_for_consolidation()
         systems = [("baseline (no memory)", "base", None), *SYSTEMS]
         # Each system's handles are built with its threshold: a copy of the service over
@@ -212,20 +216,24 @@ def run_mode(args: argparse.Namespace, mode: str) -> list[dict[str, Any]]:
         # round of a system, its background consolidation is drained (and timed): what it
         # costs the model calls is measured while it runs, never in another system's round.
         for turn in range(args.turns):
-            log(f"{mode}: round {turn + 1} of {args.turns}")
+            log(f"{mode} x{threads}: round {turn + 1} of {args.turns}")
             shift = turn % len(systems)
             for _, tag, _ in systems[shift:] + systems[:shift]:
                 agent = agents[tag][0]
-                wall[tag] += drive(agent, users, range(turn, turn + 1), mode, args.threads, tag)
+                wall[tag] += drive(agent, users, range(turn, turn + 1), mode, threads, tag)
                 start = time.perf_counter()
                 if not service.wait_for_consolidation(timeout=3600):
                     raise SystemExit("consolidation did not drain within an hour")
                 drain[tag] += time.perf_counter() - start
         base_timings = agents["base"][1]
-        rows.append(row_of(mode, systems[0][0], base_timings, wall["base"], base_timings, args))
+        base_row = row_of(mode, systems[0][0], base_timings, wall["base"], base_timings, args)
+        rows.append({"threads": threads, **base_row})
         for system, tag, _ in SYSTEMS:
             _, timings, seen = agents[tag]
-            row = row_of(mode, system, timings, wall[tag], base_timings, args)
+            row = {
+                "threads": threads,
+                **row_of(mode, system, timings, wall[tag], base_timings, args),
+            }
             row |= {"drain s": drain[tag], **check(views[tag], users, args.turns, seen, tag)}
             rows.append(row)
     return rows
@@ -256,17 +264,44 @@ def row_of(
     return row
 
 
+def scaling_rows(rows: list[dict[str, Any]], low: int, high: int) -> list[dict[str, Any]]:
+    """Per mode and system: turns/s and p50 with ``high`` users at once over ``low``."""
+    if low == high:
+        return []
+    by = {(r["mode"], r["threads"], r["system"]): r for r in rows}
+    out: list[dict[str, Any]] = []
+    for (mode, threads, system), one in by.items():
+        many = by.get((mode, high, system))
+        if threads != low or many is None:
+            continue
+        out.append(
+            {
+                "mode": mode,
+                "system": system,
+                f"turns/s {high} / {low}": many["turns/s"] / one["turns/s"],
+                f"p50 {high} / {low}": many["p50 ms"] / one["p50 ms"],
+            }
+        )
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; print the table; write JSON."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--users", type=int, default=50)
     parser.add_argument("--turns", type=int, default=20)
-    parser.add_argument("--threads", type=int, default=8)
+    parser.add_argument(
+        "--threads", default="1,8", help="users served at once: threads, and asyncio tasks"
+    )
     parser.add_argument("--out", default="bench/results/multi_tenant.json")
     args = parser.parse_args(argv)
-    rows = [*run_mode(args, "threads"), *run_mode(args, "asyncio")]
+    levels = [int(n) for n in args.threads.split(",") if n.strip()]
+    rows = [
+        *(r for mode in ("threads", "asyncio") for n in levels for r in run_mode(args, mode, n))
+    ]
     columns = [
         "mode",
+        "threads",
         "system",
         "calls",
         "p50 ms",
@@ -282,9 +317,14 @@ def main(argv: list[str] | None = None) -> int:
         "duplicated",
     ]
     print_table(rows, columns)
+    scaling = scaling_rows(rows, min(levels), max(levels))
+    if scaling:
+        print()
+        print_table(scaling, list(scaling[0]))
     rss = peak_rss_mb()
     print(f"\npeak RSS: {rss:,.0f} MiB")
-    write_json(args.out, {"environment": environment(), "rows": rows, "peak_rss_mb": rss})
+    report = {"environment": environment(), "rows": rows, "scaling": scaling, "peak_rss_mb": rss}
+    write_json(args.out, report)
     bad = [r for r in rows if r.get("leaks") or r.get("lost") or r.get("duplicated")]
     return 1 if bad else 0
 

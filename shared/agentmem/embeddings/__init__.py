@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # the static names, for type checkers and IDEs
         ALL_MINILM_L6_V2_SHA256,
         SentenceTransformerEmbedder,
         default_embedder,
+        default_torch_threads,
         file_sha256,
     )
     from agentmem.embeddings.openai import OpenAIEmbedder
@@ -58,6 +59,7 @@ __all__ = [
     "OpenAIEmbedder",
     "SentenceTransformerEmbedder",
     "default_embedder",
+    "default_torch_threads",
     "file_sha256",
 ]
 
@@ -74,6 +76,7 @@ _EXPORTS = {  # each name -> the module the TYPE_CHECKING block imports it from
     "OpenAIEmbedder": "agentmem.embeddings.openai",
     "SentenceTransformerEmbedder": "agentmem.embeddings.local",
     "default_embedder": "agentmem.embeddings.local",
+    "default_torch_threads": "agentmem.embeddings.local",
     "file_sha256": "agentmem.embeddings.local",
 }
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

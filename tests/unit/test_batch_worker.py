@@ -1,0 +1,192 @@
+"""BatchWorker: concurrent requests share passes, queries first, errors stay with their request.
+
+The model here is a plain function (lengths of the texts); the real model's vectors are
+checked in tests/integration/test_batched_embeddings.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from agentmem.embeddings.batching import BatchWorker
+from agentmem.errors import ConfigurationError
+
+
+class Recorder:
+    """``encode``: [len(text), query] per text; records every pass; can hold the first."""
+
+    def __init__(self, *, hold: bool = False, fail_on: str | None = None) -> None:
+        self.passes: list[tuple[list[str], bool]] = []
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        if not hold:
+            self.release.set()
+        self.fail_on = fail_on
+
+    def __call__(self, texts: list[str], query: bool) -> list[list[float]]:
+        self.entered.set()
+        self.release.wait(10)
+        self.passes.append((list(texts), query))
+        if self.fail_on in texts:
+            msg = f"cannot embed {self.fail_on!r}"
+            raise RuntimeError(msg)
+        return [[float(len(t)), float(query)] for t in texts]
+
+
+def expected(texts: list[str], query: bool) -> list[list[float]]:
+    return [[float(len(t)), float(query)] for t in texts]
+
+
+def test_requests_waiting_behind_a_pass_share_the_next_one() -> None:
+    encode = Recorder(hold=True)
+    worker = BatchWorker(encode, max_batch=64)
+    first = worker.submit(["x"], query=True)
+    assert encode.entered.wait(10)  # the first pass runs (held)
+    texts = [f"text {i}" * (i + 1) for i in range(20)]
+    futures = [worker.submit([t], query=True) for t in texts]
+    encode.release.set()
+    assert first.result(10) == expected(["x"], True)
+    assert [f.result(10)[0] for f in futures] == expected(texts, True)
+    assert len(encode.passes) == 2  # all twenty in one pass
+    assert worker.passes == 2
+
+
+def test_queries_go_before_documents_and_long_requests_are_cut() -> None:
+    encode = Recorder(hold=True)
+    worker = BatchWorker(encode, max_batch=4, shared_pass=lambda: False)
+    blocker = worker.submit(["held"], query=False)
+    assert encode.entered.wait(10)
+    docs = [f"doc {i}" for i in range(10)]
+    bulk = worker.submit(docs, query=False)
+    query = worker.submit(["the question"], query=True)
+    encode.release.set()
+    assert query.result(10) == expected(["the question"], True)
+    assert bulk.result(10) == expected(docs, False)
+    assert blocker.result(10) == expected(["held"], False)
+    order = [(texts, q) for texts, q in encode.passes]
+    assert order[1] == (["the question"], True)  # before any of the bulk's documents
+    assert [texts for texts, _ in order[2:]] == [docs[0:4], docs[4:8], docs[8:10]]
+
+
+def test_queries_and_documents_share_a_pass_when_the_model_allows() -> None:
+    encode = Recorder(hold=True)
+    worker = BatchWorker(encode, max_batch=8)  # shared_pass defaults to True
+    worker.submit(["held"], query=True)
+    assert encode.entered.wait(10)
+    doc = worker.submit(["a document"], query=False)
+    query = worker.submit(["a query"], query=True)
+    encode.release.set()
+    # A shared pass embeds every text as a document (the model embeds both alike).
+    assert query.result(10) == [[7.0, 0.0]]
+    assert doc.result(10) == [[10.0, 0.0]]
+    assert encode.passes[1] == (["a query", "a document"], False)  # queries first
+
+
+def test_an_error_fails_only_the_request_that_caused_it() -> None:
+    encode = Recorder(hold=True, fail_on="boom")
+    worker = BatchWorker(encode, max_batch=16)
+    worker.submit(["held"], query=True)
+    assert encode.entered.wait(10)
+    good = [worker.submit([f"fine {i}"], query=True) for i in range(3)]
+    bad = worker.submit(["ok too", "boom"], query=True)
+    after = worker.submit(["later"], query=True)
+    encode.release.set()
+    with pytest.raises(RuntimeError, match="cannot embed 'boom'"):
+        bad.result(10)
+    assert [f.result(10)[0] for f in good] == expected(["fine 0", "fine 1", "fine 2"], True)
+    assert after.result(10) == expected(["later"], True)
+    assert worker.embed(["still working"], query=False) == expected(["still working"], False)
+
+
+def test_a_wrong_number_of_vectors_is_an_error_of_that_request() -> None:
+    worker = BatchWorker(lambda texts, query: [[1.0]])
+    assert worker.embed(["one"], query=True) == [[1.0]]
+    with pytest.raises(RuntimeError, match="returned 1 vectors for 2 texts"):
+        worker.embed(["one", "two"], query=False)
+
+
+def test_threads_and_asyncio_at_once_get_their_own_vectors() -> None:
+    encode = Recorder()
+    worker = BatchWorker(encode, max_batch=32, shared_pass=lambda: False)
+    texts = [f"{'w' * (i % 17)} text {i}" for i in range(200)]
+
+    def sync_side() -> list[list[float]]:
+        with ThreadPoolExecutor(8) as pool:
+            return list(pool.map(lambda t: worker.embed([t], query=True)[0], texts))
+
+    async def async_side() -> list[list[float]]:
+        return list(await asyncio.gather(*(worker.aembed([t], query=False) for t in texts)))
+
+    with ThreadPoolExecutor(1) as pool:
+        threaded = pool.submit(sync_side)
+        awaited = asyncio.run(async_side())
+        assert threaded.result(30) == expected(texts, True)
+    assert awaited == [expected([t], False) for t in texts]
+    assert len(encode.passes) < 400  # some passes were shared
+
+
+async def test_waiting_does_not_block_the_event_loop() -> None:
+    encode = Recorder(hold=True)
+    worker = BatchWorker(encode)
+    task = asyncio.ensure_future(worker.aembed(["slow"], query=True))
+    ticks = 0
+    while not encode.entered.is_set() or ticks < 5:
+        await asyncio.sleep(0.001)
+        ticks += 1
+    assert not task.done()
+    encode.release.set()
+    assert await task == expected(["slow"], True)
+
+
+async def test_a_cancelled_caller_is_skipped_and_others_go_on() -> None:
+    encode = Recorder(hold=True)
+    worker = BatchWorker(encode)
+    held = asyncio.ensure_future(worker.aembed(["held"], query=True))
+    assert await asyncio.to_thread(encode.entered.wait, 10)
+    gone = asyncio.ensure_future(worker.aembed(["gone"], query=True))
+    kept = asyncio.ensure_future(worker.aembed(["kept"], query=True))
+    await asyncio.sleep(0.01)
+    gone.cancel()
+    await asyncio.sleep(0.01)  # the cancellation reaches the worker's future on the loop
+    encode.release.set()
+    assert await kept == expected(["kept"], True)
+    assert await held == expected(["held"], True)
+    assert all("gone" not in texts for texts, _ in encode.passes)
+
+
+def test_an_empty_request_does_not_reach_the_model() -> None:
+    encode = Recorder()
+    worker = BatchWorker(encode)
+    assert worker.embed([], query=True) == []
+    assert encode.passes == []
+
+
+def test_max_batch_must_be_positive() -> None:
+    with pytest.raises(ConfigurationError, match="max_batch"):
+        BatchWorker(Recorder(), max_batch=0)
+
+
+def test_an_idle_worker_ends_its_thread_and_can_be_collected() -> None:
+    import gc
+    import weakref
+
+    worker = BatchWorker(Recorder(), idle_exit=0.05, name="idle-test-worker")
+    assert worker.embed(["a"], query=True) == expected(["a"], True)
+    thread = next(t for t in threading.enumerate() if t.name == worker.name)
+    thread.join(10)
+    assert not thread.is_alive()
+    assert worker.embed(["bb"], query=True) == expected(["bb"], True)  # starts again
+    ref = weakref.ref(worker)
+    del worker
+    gc.collect()
+    for _ in range(200):  # the second thread ends within idle_exit, then nothing holds it
+        if ref() is None:
+            break
+        time.sleep(0.05)
+        gc.collect()
+    assert ref() is None
