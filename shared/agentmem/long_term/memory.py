@@ -31,6 +31,7 @@ from agentmem.errors import (
     MemoryNotFoundError,
 )
 from agentmem.long_term._fusion import fusion_plan
+from agentmem.long_term.expansion import ExpansionConfig, expand
 from agentmem.long_term._validate import (
     MAX_CONTENT_CHARS,
     build_record,
@@ -39,6 +40,7 @@ from agentmem.long_term._validate import (
     query_filter,
     with_changes,
 )
+from agentmem.long_term.links import link_records
 from agentmem.long_term.ranking import RankingConfig, SearchMode, order_hits
 from agentmem.long_term.records import MemoryRecord, RecordFilter, Scope
 from agentmem.long_term.results import RecallResults
@@ -93,6 +95,9 @@ class LongTermMemory:
             memories; leave unset for memory that spans sessions).
         sparse: BM25 encoder (default :class:`~agentmem.sparse.Bm25Encoder`).
         ranking: How search ranks results.
+        expansion: Entity links at write time and the second search stage (link hops,
+            feedback query, session lift); all off by default
+            (:mod:`agentmem.long_term.expansion`).
         clock: Zero-argument callable returning an aware ``datetime`` (default: UTC now).
         on_close: What :meth:`close` does with the store. Default: close it. A store shared
             by several memories (a :class:`~agentmem.MemoryService`'s, or a home's opened by
@@ -116,6 +121,7 @@ class LongTermMemory:
         session_id: str | None = None,
         sparse: SparseEncoder | None = None,
         ranking: RankingConfig | None = None,
+        expansion: ExpansionConfig | None = None,
         clock: Callable[[], datetime] | None = None,
         on_close: Callable[[], None] | None = None,
     ) -> None:
@@ -134,6 +140,7 @@ class LongTermMemory:
         self.embedder = embedder
         self.sparse: SparseEncoder = sparse if sparse is not None else Bm25Encoder()
         self.ranking = ranking if ranking is not None else RankingConfig()
+        self.expansion = expansion if expansion is not None else ExpansionConfig()
         self._clock = clock if clock is not None else utcnow
         self._on_close: Callable[[], None] | None = on_close if on_close else store.close
 
@@ -226,28 +233,31 @@ class LongTermMemory:
         record = self.new_record(
             content, memory_type, metadata=metadata, importance=importance, **fields
         )
-        yield from self._store_records([record])
-        return record
+        stored = yield from self._store_records([record])
+        return stored[0]
 
     astore_memory = async_twin(store_memory)
 
     @twin
     def store_records(self, records: Sequence[MemoryRecord]) -> Program[None]:
         """Embed and upsert records in one batch (all in this memory's scope)."""
-        return (yield from self._store_records(records))
+        yield from self._store_records(records)
 
     astore_records = async_twin(store_records)
 
-    def _store_records(self, records: Sequence[MemoryRecord]) -> Program[None]:
+    def _store_records(self, records: Sequence[MemoryRecord]) -> Program[list[MemoryRecord]]:
         records = self._own(records)
         if not records:
-            return
+            return []
+        if self.expansion.link:
+            records = link_records(records)
         texts = [r.content for r in records]
         dense = yield from call(
             self.embedder.embed_documents, self.embedder.aembed_documents, texts
         )
         sparse = self.sparse.encode_documents(_index_texts(records))
         yield from call(self.store.upsert, self.store.aupsert, records, dense, sparse)
+        return records
 
     def _own(self, records: Sequence[MemoryRecord]) -> list[MemoryRecord]:
         """Check records written as given (imports, replays) exactly like new ones: scope,
@@ -344,9 +354,10 @@ class LongTermMemory:
             embedder = self.embedder
             dense = yield from call(embedder.embed_query, embedder.aembed_query, query)
         store = self.store
+        first_k = self.expansion.first_stage(top_k)
         if dense is not None and mode == "hybrid" and self.ranking.fuses_by_score:
             # The plan reads the records with their vectors and returns the final top_k.
-            plan = self._fusion(query, top_k, sparse, explain)
+            plan = self._fusion(query, first_k, sparse, explain)
             results = yield from call(
                 store.fused_search, store.afused_search, self.scope, flt, dense, sparse, plan
             )
@@ -358,14 +369,25 @@ class LongTermMemory:
                 dense=dense,
                 sparse=sparse,
                 filter=flt,
-                limit=self.ranking.fetch_size(top_k),
-                candidates=self._candidates(top_k),
+                limit=self.ranking.fetch_size(first_k),
+                candidates=self._candidates(first_k),
                 boost=self.ranking.boost(self._clock()),
                 explain=explain,
             )
             hits = order_hits(found)
             vectors = yield from self._vectors(hits)
-            results = self.ranking.finish(hits, vectors, top_k, explain=explain)
+            results = self.ranking.finish(hits, vectors, first_k, explain=explain)
+        if self.expansion.active:
+            results = yield from expand(
+                store,
+                self.scope,
+                flt,
+                results,
+                self.expansion,
+                top_k=top_k,
+                explain=explain,
+                encode=lambda records: self.sparse.encode_documents(_index_texts(records)),
+            )
         if touch and results:
             yield from self._record_access(results)
         return RecallResults(results)
