@@ -90,14 +90,12 @@ LOCO_GRID: dict[str, tuple[float, ...]] = {
 #: points; leave-one-conversation-out picks one per held-out conversation among them and
 #: plain hybrid (the lever off).
 LEVER_GRID: dict[str, tuple[dict[str, Any], ...]] = {
-    "links": tuple({"hops": h, "hop_weight": w} for h in (1, 2) for w in (0.1, 0.2, 0.4)),
-    "feedback": tuple({"feedback_weight": w} for w in (0.1, 0.2, 0.4)),
-    "session": tuple({"session_weight": w} for w in (0.05, 0.1, 0.2)),
-    "all": tuple(
-        {"hops": 1, "hop_weight": a, "feedback_weight": b, "session_weight": c}
-        for a in (0.1, 0.2)
-        for b in (0.1, 0.2)
-        for c in (0.05, 0.1)
+    "links": tuple({"hops": 1, "hop_weight": w} for w in (0.3, 0.5, 0.8)),
+    "feedback": tuple({"feedback_weight": w} for w in (0.1, 0.3)),
+    "session": ({"session_weight": 0.1},),
+    "all": (
+        {"hops": 1, "hop_weight": 0.5, "feedback_weight": 0.1, "session_weight": 0.1},
+        {"hops": 1, "hop_weight": 0.8, "feedback_weight": 0.3, "session_weight": 0.1},
     ),
 }
 

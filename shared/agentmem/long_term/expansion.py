@@ -41,12 +41,12 @@ from agentmem.long_term.session_keys import session_lift
 from agentmem.long_term.store import MemoryStore, ScoredRecord
 from agentmem.sparse import SparseVector
 
-__all__ = ["MAX_HOPS", "ExpansionConfig", "expand", "feedback_vector"]
+__all__ = ["MAX_HOPS", "EntityCounts", "ExpansionConfig", "expand", "feedback_vector"]
 
 #: Most link hops a search may take.
 MAX_HOPS = 3
 #: Candidates read per hop (a payload-filtered scroll).
-_HOP_READ = 256
+_HOP_READ = 128
 _COMPONENTS = ("expansion", "feedback", "session")
 
 
@@ -118,6 +118,40 @@ class ExpansionConfig:
         return max(top_k, self.pool) if self.active else top_k
 
 
+class EntityCounts:
+    """How many memories mention each entity, per search filter: a bounded cache that
+    spares a hop its ``count`` calls for entities seen before.
+
+    Counts only weigh entities (IDF), so one a little stale is harmless; the owner clears
+    the cache on its own writes and deletes (:meth:`clear`).
+
+    Example:
+        >>> counts = EntityCounts(size=2)
+        >>> counts.put("f", "oskar", 3); counts.get("f", "oskar")
+        3
+        >>> counts.clear(); counts.get("f", "oskar") is None
+        True
+    """
+
+    def __init__(self, size: int = 8192) -> None:
+        self._size = size
+        self._counts: dict[tuple[str, str], int] = {}
+
+    def get(self, filter_key: str, entity: str) -> int | None:
+        """The cached count of ``entity`` under the filter keyed ``filter_key``, if any."""
+        return self._counts.get((filter_key, entity))
+
+    def put(self, filter_key: str, entity: str, count: int) -> None:
+        """Remember a count (the whole cache is dropped when it is full)."""
+        if len(self._counts) >= self._size:
+            self._counts.clear()
+        self._counts[(filter_key, entity)] = count
+
+    def clear(self) -> None:
+        """Forget every count (after a write or a delete)."""
+        self._counts.clear()
+
+
 def feedback_vector(vectors: Sequence[SparseVector], weights: Sequence[float]) -> SparseVector:
     """The weighted sum of the seeds' document vectors: the feedback query.
 
@@ -144,6 +178,7 @@ def expand(
     top_k: int,
     explain: bool,
     encode: Callable[[Sequence[MemoryRecord]], list[SparseVector]],
+    counts: EntityCounts | None = None,
 ) -> Program[list[ScoredRecord]]:
     """The final ``top_k`` of the first-stage ``hits`` (best first) with the components
     of ``config`` added (see the module docstring).
@@ -158,6 +193,7 @@ def expand(
         explain: Add each component to the hits' ``components``.
         encode: The BM25 document vectors of records, as the store indexes them (for
             the feedback query).
+        counts: A cache of entity counts kept across searches (default: none).
     """
     if not hits or not config.active or hits[0].score <= 0:
         return list(hits[:top_k])
@@ -173,7 +209,8 @@ def expand(
             parts[name] = parts.get(name, 0.0) + value
 
     if config.hops and config.hop_weight:
-        reached = yield from _hops(store, scope, flt, seeds, rel, config, records)
+        counts = counts if counts is not None else EntityCounts()
+        reached = yield from _hops(store, scope, flt, seeds, rel, config, records, counts)
         for memory_id, strength in reached.items():
             add(memory_id, "expansion", config.hop_weight * top * strength)
     if config.feedback_weight:
@@ -206,9 +243,14 @@ def _hops(
     rel: dict[str, float],
     config: ExpansionConfig,
     records: dict[str, MemoryRecord],
+    counts: EntityCounts,
 ) -> Program[dict[str, float]]:
     """``{memory id: link strength}`` of the memories reached from ``seeds``."""
-    total = yield from call(store.count, store.acount, scope, filter=flt)
+    key = flt.model_dump_json()
+    total = counts.get(key, "")
+    if total is None:
+        total = yield from call(store.count, store.acount, scope, filter=flt)
+        counts.put(key, "", total)
     limit = max(2.0, config.max_df * total)
     df: dict[str, int] = {}
     frontier = [(h.record, rel[h.record.id]) for h in seeds]
@@ -217,8 +259,12 @@ def _hops(
     for hop in range(config.hops):
         wanted = {e for record, _ in frontier for e in entities_of(record)} - set(df)
         for entity in sorted(wanted):
-            linked = flt.model_copy(update={"related_to": (ENTITY_PREFIX + entity,)})
-            df[entity] = yield from call(store.count, store.acount, scope, filter=linked)
+            known = counts.get(key, entity)
+            if known is None:
+                linked = flt.model_copy(update={"related_to": (ENTITY_PREFIX + entity,)})
+                known = yield from call(store.count, store.acount, scope, filter=linked)
+                counts.put(key, entity, known)
+            df[entity] = known
         idf = {
             e: math.log(1 + (total - n + 0.5) / (n + 0.5))
             for e, n in df.items()

@@ -31,7 +31,7 @@ from agentmem.errors import (
     MemoryNotFoundError,
 )
 from agentmem.long_term._fusion import fusion_plan
-from agentmem.long_term.expansion import ExpansionConfig, expand
+from agentmem.long_term.expansion import EntityCounts, ExpansionConfig, expand
 from agentmem.long_term._validate import (
     MAX_CONTENT_CHARS,
     build_record,
@@ -141,6 +141,7 @@ class LongTermMemory:
         self.sparse: SparseEncoder = sparse if sparse is not None else Bm25Encoder()
         self.ranking = ranking if ranking is not None else RankingConfig()
         self.expansion = expansion if expansion is not None else ExpansionConfig()
+        self._entity_counts = EntityCounts()
         self._clock = clock if clock is not None else utcnow
         self._on_close: Callable[[], None] | None = on_close if on_close else store.close
 
@@ -251,6 +252,7 @@ class LongTermMemory:
             return []
         if self.expansion.link:
             records = link_records(records)
+        self._entity_counts.clear()
         texts = [r.content for r in records]
         dense = yield from call(
             self.embedder.embed_documents, self.embedder.aembed_documents, texts
@@ -387,6 +389,7 @@ class LongTermMemory:
                 top_k=top_k,
                 explain=explain,
                 encode=lambda records: self.sparse.encode_documents(_index_texts(records)),
+                counts=self._entity_counts,
             )
         if touch and results:
             yield from self._record_access(results)
@@ -581,6 +584,7 @@ class LongTermMemory:
         ids = [memory_id_of(i) for i in memory_ids]
         if not ids:
             return 0
+        self._entity_counts.clear()
         return (yield from call(self.store.delete, self.store.adelete, self.scope, ids))
 
     @twin
