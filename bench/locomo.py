@@ -203,7 +203,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     ranking = _ranking(args)
     variants = _variants(args, ranking)
     expansions = _expansions(args)
-    variants.update({name: ("hybrid", ranking) for name in expansions})
+    variants.update(dict.fromkeys(expansions, ("hybrid", ranking)))
     counter = TokenCounter()
     disk: DiskCachedEmbedder | None = None
     if args.embedding_cache is None:
@@ -397,7 +397,10 @@ def _lever_loco(
     out: dict[str, Any] = {}
     convs = list(per_conv)
     for family in LEVER_GRID:
-        names = ["hybrid", *(n for n in next(iter(per_conv.values())) if n.startswith(f"lever:{family}:"))]
+        names = [
+            "hybrid",
+            *(n for n in next(iter(per_conv.values())) if n.startswith(f"lever:{family}:")),
+        ]
         rows: list[tuple[int, dict[str, float]]] = []
         chosen: dict[str, str] = {}
         for held in convs:

@@ -214,7 +214,9 @@ def expand(
         for memory_id, strength in reached.items():
             add(memory_id, "expansion", config.hop_weight * top * strength)
     if config.feedback_weight:
-        query = feedback_vector(encode([h.record for h in seeds]), [rel[h.record.id] for h in seeds])
+        query = feedback_vector(
+            encode([h.record for h in seeds]), [rel[h.record.id] for h in seeds]
+        )
         if query.indices:
             found = yield from call(
                 store.search,
@@ -266,9 +268,7 @@ def _hops(
                 counts.put(key, entity, known)
             df[entity] = known
         idf = {
-            e: math.log(1 + (total - n + 0.5) / (n + 0.5))
-            for e, n in df.items()
-            if 1 < n <= limit
+            e: math.log(1 + (total - n + 0.5) / (n + 0.5)) for e, n in df.items() if 1 < n <= limit
         }
         rare = sorted({e for record, _ in frontier for e in entities_of(record) if e in idf})
         if not rare:
@@ -295,9 +295,9 @@ def _hops(
                     records.setdefault(candidate.id, candidate)
         for memory_id, strength in gained.items():
             reached[memory_id] = reached.get(memory_id, 0.0) + strength
-        fresh = sorted(
-            (i for i in gained if i not in visited), key=lambda i: (-gained[i], i)
-        )[: config.seeds]
+        fresh = sorted((i for i in gained if i not in visited), key=lambda i: (-gained[i], i))[
+            : config.seeds
+        ]
         visited.update(fresh)
         frontier = [(records[i], gained[i]) for i in fresh]
     return reached

@@ -61,21 +61,24 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z'’\-]*[A-Za-z]|[A-Za-z]|\d{4}")
 _YEAR = re.compile(r"^(?:19|20)\d\d$")
 # Function words and fillers: capitalized at a sentence start, never entities; lower-case,
 # too common to link anything. Rarer common words are left to IDF at search time.
-_STOP = frozenset(
-    """a about above after again against all also am an and any are as at be because been
-    before being below between both but by can could did do does doing down during each
-    even ever few for from further had has have having he her here hers herself him himself
-    his how i if in into is it its itself just let like made make many maybe me more most
-    much my myself no nor not now of off oh ok okay on once only or other our ours
-    ourselves out over own really same she should so some such than that the their theirs
-    them themselves then there these they this those through to too under until up very
-    was we well were what when where which while who whom why will with would yeah yes you
-    your yours yourself yourselves hey hi hello thanks thank wow awesome great cool sure
-    said says say tell told know think thought thing things something anything everything
-    nothing someone everyone always never still though although yet just got get gets
-    getting going gone went come came coming want wanted wants need needs feel feels felt
-    good glad nice love loved lovely amazing definitely totally absolutely""".split()
-) | {name.lower() for name in (*calendar.month_name, *calendar.day_name) if name}
+_STOP_WORDS = """
+a about above after again against all also am an and any are as at be because been
+before being below between both but by can could did do does doing down during each even
+ever few for from further had has have having he her here hers herself him himself his
+how i if in into is it its itself just let like made make many maybe me more most much
+my myself no nor not now of off oh ok okay on once only or other our ours ourselves out
+over own really same she should so some such than that the their theirs them themselves
+then there these they this those through to too under until up very was we well were
+what when where which while who whom why will with would yeah yes you your yours
+yourself yourselves hey hi hello thanks thank wow awesome great cool sure said says say
+tell told know think thought thing things something anything everything nothing someone
+everyone always never still though although yet just got get gets getting going gone
+went come came coming want wanted wants need needs feel feels felt good glad nice love
+loved lovely amazing definitely totally absolutely
+"""
+_STOP = frozenset(_STOP_WORDS.split()) | {
+    name.lower() for name in (*calendar.month_name, *calendar.day_name) if name
+}
 
 
 def _fold(word: str) -> str:

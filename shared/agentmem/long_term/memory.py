@@ -31,7 +31,6 @@ from agentmem.errors import (
     MemoryNotFoundError,
 )
 from agentmem.long_term._fusion import fusion_plan
-from agentmem.long_term.expansion import EntityCounts, ExpansionConfig, expand
 from agentmem.long_term._validate import (
     MAX_CONTENT_CHARS,
     build_record,
@@ -40,6 +39,7 @@ from agentmem.long_term._validate import (
     query_filter,
     with_changes,
 )
+from agentmem.long_term.expansion import EntityCounts, ExpansionConfig, expand
 from agentmem.long_term.links import link_records
 from agentmem.long_term.ranking import RankingConfig, SearchMode, order_hits
 from agentmem.long_term.records import MemoryRecord, RecordFilter, Scope
