@@ -13,7 +13,7 @@ from qdrant_client import QdrantClient
 
 from agentmem.embeddings import default_embedder
 from agentmem.long_term import LongTermMemory
-from agentmem.long_term.expansion import ExpansionConfig
+from agentmem.long_term.expansion import COMPONENTS, ExpansionConfig
 from agentmem.long_term.links import entities_of
 from agentmem.stores.in_memory import InMemoryMemoryStore
 from agentmem.stores.qdrant.client import QdrantClientStore
@@ -22,15 +22,7 @@ from tests.fakes import HashingEmbedder
 
 pytestmark = pytest.mark.integration
 
-ADDITIVE = (
-    "base",
-    "temporal_boost",
-    "importance_boost",
-    "recency_boost",
-    "expansion",
-    "feedback",
-    "session",
-)
+ADDITIVE = ("base", "temporal_boost", "importance_boost", "recency_boost", *COMPONENTS)
 #: The question names the bowl; only the first memory says who made it, and only the
 #: second (linked to it by the rare name "Oskar") says where he lives.
 BOWL = "Caroline bought a handmade ceramic bowl from Oskar at the Saturday market."

@@ -9,7 +9,7 @@ import pytest
 
 from agentmem.errors import ConfigurationError
 from agentmem.long_term import LongTermMemory
-from agentmem.long_term.expansion import ExpansionConfig, feedback_vector
+from agentmem.long_term.expansion import COMPONENTS, ExpansionConfig, feedback_vector
 from agentmem.long_term.links import (
     ENTITY_PREFIX,
     MAX_ENTITIES,
@@ -25,15 +25,7 @@ from agentmem.stores.in_memory import InMemoryMemoryStore
 from tests.fakes import HashingEmbedder
 
 NOV_2023 = datetime(2023, 11, 2, tzinfo=timezone.utc)
-ADDITIVE = (
-    "base",
-    "temporal_boost",
-    "importance_boost",
-    "recency_boost",
-    "expansion",
-    "feedback",
-    "session",
-)
+ADDITIVE = ("base", "temporal_boost", "importance_boost", "recency_boost", *COMPONENTS)
 
 
 def _record(text: str, **fields: object) -> MemoryRecord:

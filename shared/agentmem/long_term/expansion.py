@@ -41,13 +41,14 @@ from agentmem.long_term.session_keys import session_lift
 from agentmem.long_term.store import MemoryStore, ScoredRecord
 from agentmem.sparse import SparseVector
 
-__all__ = ["MAX_HOPS", "EntityCounts", "ExpansionConfig", "expand", "feedback_vector"]
+__all__ = ["COMPONENTS", "MAX_HOPS", "EntityCounts", "ExpansionConfig", "expand", "feedback_vector"]
 
 #: Most link hops a search may take.
 MAX_HOPS = 3
 #: Candidates read per hop (a payload-filtered scroll).
 _HOP_READ = 128
-_COMPONENTS = ("expansion", "feedback", "session")
+#: The score components the second stage adds (each also added to ``final``).
+COMPONENTS = ("expansion", "feedback", "session")
 
 
 @dataclass(frozen=True)
@@ -319,7 +320,7 @@ def _merge(
         components: dict[str, float] = {}
         if explain:
             components = dict(hit.components) if hit is not None else {"base": 0.0}
-            components.update({name: parts.get(name, 0.0) for name in _COMPONENTS})
+            components.update({name: parts.get(name, 0.0) for name in COMPONENTS})
             components["final"] = score
         out.append(ScoredRecord(records[memory_id], score, components))
     out.sort(key=lambda h: (-h.score, h.record.id))

@@ -155,6 +155,7 @@ class LongTermMemory:
         home: str | Path | None = None,
         embedder: Embedder | None = None,
         ranking: RankingConfig | None = None,
+        expansion: ExpansionConfig | None = None,
     ) -> LongTermMemory:
         """Long-term memory on the embedded defaults: Qdrant Edge under ``home`` and the
         local all-MiniLM-L6-v2 embedder (loaded once per process). ``home`` defaults to
@@ -176,6 +177,7 @@ class LongTermMemory:
                 agent_id=agent_id,
                 session_id=session_id,
                 ranking=ranking,
+                expansion=expansion,
                 on_close=lease.release,
             )
         except BaseException:
