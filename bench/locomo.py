@@ -86,6 +86,18 @@ LOCO_GRID: dict[str, tuple[float, ...]] = {
     "dense_weight": (0.5, 0.7, 1.0, 1.3),
     "temporal_weight": (0.0, 0.15, 0.3, 0.5),
 }
+#: Second-stage levers (``--levers``, :mod:`agentmem.long_term.expansion`): each family's
+#: points; leave-one-conversation-out picks one per held-out conversation among them and
+#: plain hybrid (the lever off).
+LEVER_GRID: dict[str, tuple[dict[str, Any], ...]] = {
+    "links": tuple({"hops": 1, "hop_weight": w} for w in (0.3, 0.5, 0.8)),
+    "feedback": tuple({"feedback_weight": w} for w in (0.1, 0.3)),
+    "session": ({"session_weight": 0.1},),
+    "all": (
+        {"hops": 1, "hop_weight": 0.5, "feedback_weight": 0.1, "session_weight": 0.1},
+        {"hops": 1, "hop_weight": 0.8, "feedback_weight": 0.3, "session_weight": 0.1},
+    ),
+}
 
 
 def _ints(text: str) -> list[int]:
@@ -121,6 +133,19 @@ def _ranking(args: argparse.Namespace) -> Any:
     )
 
 
+def _lever_variants() -> dict[str, tuple[str, Any]]:
+    """``lever:<family>:<point>`` -> (hybrid, ExpansionConfig) of every point of
+    :data:`LEVER_GRID`, all with entity links written (``link=True``)."""
+    from agentmem.long_term.expansion import ExpansionConfig
+
+    out: dict[str, tuple[str, Any]] = {}
+    for family, points in LEVER_GRID.items():
+        for point in points:
+            label = ",".join(f"{k}={v}" for k, v in point.items())
+            out[f"lever:{family}:{label}"] = ("hybrid", ExpansionConfig(link=True, **point))
+    return out
+
+
 def _variants(args: argparse.Namespace, ranking: Any) -> dict[str, tuple[str, Any]]:
     """Name -> (mode, RankingConfig) of every ranking scored in this run.
 
@@ -142,6 +167,11 @@ def _variants(args: argparse.Namespace, ranking: Any) -> dict[str, tuple[str, An
                 label = "loco:" + ",".join(f"{n}={v}" for n, v in params.items())
                 out[label] = ("hybrid", dataclasses.replace(ranking, **params))
     return out
+
+
+def _expansions(args: argparse.Namespace) -> dict[str, Any]:
+    """Variant name -> ExpansionConfig (the lever variants of ``--levers``)."""
+    return {name: config for name, (_, config) in _lever_variants().items()} if args.levers else {}
 
 
 def _ingest(
@@ -172,6 +202,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     _print_cleanup(stats)
     ranking = _ranking(args)
     variants = _variants(args, ranking)
+    expansions = _expansions(args)
+    variants.update(dict.fromkeys(expansions, ("hybrid", ranking)))
     counter = TokenCounter()
     disk: DiskCachedEmbedder | None = None
     if args.embedding_cache is None:
@@ -204,12 +236,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                         embedder=embedder,
                         user_id=scope_id(conv.sample_id),
                         ranking=config,
+                        expansion=expansions.get(name),
                         clock=clock,
                         on_close=lambda: None,
                     )
                     for name, (_, config) in variants.items()
                 }
+                # Entity links are payload only: ranking without a lever ignores them.
                 first = next(iter(memories.values()))
+                if expansions:
+                    first = memories[next(iter(expansions))]
                 n, seconds = _ingest(first, conv, args.batch_size, args.context_turns)
                 ingested += n
                 ingest_s += seconds
@@ -260,15 +296,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "variants": {n: everything[n] for n in variants if n not in args.modes},
         "per_conversation_metric": metric,
         "per_conversation": {
-            conv: {n: rows for n, rows in per.items() if not n.startswith("loco:")}
+            conv: {n: rows for n, rows in per.items() if not n.startswith(("loco:", "lever:"))}
             for conv, per in by_conv.items()
         },
         "loco": _loco(by_conv, "hybrid", metric) if args.loco else None,
+        "levers": _lever_loco(per_conv, metric) if args.levers else None,
         "floor": _floor(everything, tokens, returned, ks),
         "tokens": {
             m: {f"@{k}": _mean(v) for k, v in per.items()}
             for m, per in tokens.items()
-            if not m.startswith("loco:")
+            if not m.startswith(("loco:", "lever:"))
         },
         "latency": {n: v for n, v in lat.items() if not n.startswith("loco:")},
         "latency_ratio_vs_legacy_rrf": _ratios(lat, "hybrid", "legacy_rrf"),
@@ -346,6 +383,35 @@ def _loco(
         count += held_n
     out["held_out"] = held_total / count if count else None
     out["default"] = default_total / count if count else None
+    return out
+
+
+def _lever_loco(
+    per_conv: dict[str, dict[str, list[tuple[int, dict[str, float]]]]], metric: str
+) -> dict[str, Any]:
+    """Leave-one-conversation-out per lever family: for each held-out conversation, the
+    family's point (or plain ``hybrid``, the lever off) with the best ``metric`` over 1-5
+    on the other conversations; the held-out questions scored with it, pooled over the
+    folds and aggregated per category (so every figure is on conversations not used to
+    choose)."""
+    out: dict[str, Any] = {}
+    convs = list(per_conv)
+    for family in LEVER_GRID:
+        names = [
+            "hybrid",
+            *(n for n in next(iter(per_conv.values())) if n.startswith(f"lever:{family}:")),
+        ]
+        rows: list[tuple[int, dict[str, float]]] = []
+        chosen: dict[str, str] = {}
+        for held in convs:
+            train = {
+                name: aggregate([r for c in convs if c != held for r in per_conv[c][name]])
+                for name in names
+            }
+            best = max(names, key=lambda n: (train[n]["1-5"][metric], n == "hybrid"))
+            chosen[held] = best.removeprefix(f"lever:{family}:")
+            rows.extend(per_conv[held][best])
+        out[family] = {"chosen": chosen, "held_out": aggregate(rows)}
     return out
 
 
@@ -442,6 +508,17 @@ def _print_report(report: dict[str, Any], ks: Sequence[int]) -> None:
         rows = [{"held out": c} | f for c, f in loco["folds"].items()]
         print_table(rows, ["held out", "chosen", "train", "held_out", "default", "questions"])
         print(f"held-out {loco['held_out']:.4f} (library defaults: {loco['default']:.4f})")
+    if report["levers"]:
+        print(f"\nLevers, leave-one-conversation-out ({metric} per category)")
+        cats = ["1-5", "1", "2", "3", "4", "5"]
+        base = report["results"]["hybrid"]
+        rows = [{"lever": "hybrid (off)"} | {c: base[c][metric] for c in cats if c in base}]
+        for family, lever in report["levers"].items():
+            held = lever["held_out"]
+            rows.append({"lever": family} | {c: held[c][metric] for c in cats if c in held})
+        print_table(rows, ["lever", *cats])
+        for family, lever in report["levers"].items():
+            print(f"{family}: chosen per held-out conversation {lever['chosen']}")
     print("\nContext tokens of the top-k contents (mean per question)")
     rows = [{"mode": m} | per for m, per in report["tokens"].items()]
     print_table(rows, ["mode", *(f"@{k}" for k in ks)])
@@ -498,6 +575,12 @@ def _parser() -> argparse.ArgumentParser:
         type=_optional_path,
         default=DEFAULT_CACHE_DIR,
         help="directory of a disk cache of embeddings across runs ('none' to disable)",
+    )
+    parser.add_argument(
+        "--levers",
+        action="store_true",
+        help="also score the second-stage levers (links, feedback, session; LEVER_GRID) "
+        "and report them leave-one-conversation-out per category",
     )
     parser.add_argument(
         "--loco",

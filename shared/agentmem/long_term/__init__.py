@@ -15,6 +15,7 @@ from agentmem._util.lazy import lazy_exports
 
 if TYPE_CHECKING:  # the static names, for type checkers and IDEs
     from agentmem.long_term.episodic import Episode, EpisodicMemory
+    from agentmem.long_term.expansion import ExpansionConfig
     from agentmem.long_term.memory import MAX_CONTENT_CHARS, LongTermMemory
     from agentmem.long_term.ranking import RankingConfig, SearchMode
     from agentmem.long_term.records import (
@@ -35,6 +36,7 @@ __all__ = [
     "Boost",
     "Episode",
     "EpisodicMemory",
+    "ExpansionConfig",
     "LongTermMemory",
     "MemoryRecord",
     "MemoryStore",
@@ -57,6 +59,7 @@ _EXPORTS = {  # each name -> the module the TYPE_CHECKING block imports it from
     "Boost": "agentmem.long_term.store",
     "Episode": "agentmem.long_term.episodic",
     "EpisodicMemory": "agentmem.long_term.episodic",
+    "ExpansionConfig": "agentmem.long_term.expansion",
     "LongTermMemory": "agentmem.long_term.memory",
     "MemoryRecord": "agentmem.long_term.records",
     "MemoryStore": "agentmem.long_term.store",

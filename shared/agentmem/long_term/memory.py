@@ -39,6 +39,8 @@ from agentmem.long_term._validate import (
     query_filter,
     with_changes,
 )
+from agentmem.long_term.expansion import EntityCounts, ExpansionConfig, expand
+from agentmem.long_term.links import link_records
 from agentmem.long_term.ranking import RankingConfig, SearchMode, ranking_plan
 from agentmem.long_term.records import MemoryRecord, RecordFilter, Scope
 from agentmem.long_term.results import RecallResults
@@ -96,6 +98,9 @@ class LongTermMemory:
             memories; leave unset for memory that spans sessions).
         sparse: BM25 encoder (default :class:`~agentmem.sparse.Bm25Encoder`).
         ranking: How search ranks results.
+        expansion: Entity links at write time and the second search stage (link hops,
+            feedback query, session lift); all off by default
+            (:mod:`agentmem.long_term.expansion`).
         clock: Zero-argument callable returning an aware ``datetime`` (default: UTC now).
         on_close: What :meth:`close` does with the store. Default: close it. A store shared
             by several memories (a :class:`~agentmem.MemoryService`'s, or a home's opened by
@@ -119,6 +124,7 @@ class LongTermMemory:
         session_id: str | None = None,
         sparse: SparseEncoder | None = None,
         ranking: RankingConfig | None = None,
+        expansion: ExpansionConfig | None = None,
         clock: Callable[[], datetime] | None = None,
         on_close: Callable[[], None] | None = None,
     ) -> None:
@@ -137,6 +143,8 @@ class LongTermMemory:
         self.embedder = embedder
         self.sparse: SparseEncoder = sparse if sparse is not None else Bm25Encoder()
         self.ranking = ranking if ranking is not None else RankingConfig()
+        self.expansion = expansion if expansion is not None else ExpansionConfig()
+        self._entity_counts = EntityCounts()
         self._clock = clock if clock is not None else utcnow
         self._on_close: Callable[[], None] | None = on_close if on_close else store.close
 
@@ -150,6 +158,7 @@ class LongTermMemory:
         home: str | Path | None = None,
         embedder: Embedder | None = None,
         ranking: RankingConfig | None = None,
+        expansion: ExpansionConfig | None = None,
         **backend: Unpack[BackendOptions],
     ) -> LongTermMemory:
         """Long-term memory on the embedded defaults: Qdrant Edge under ``home`` and the
@@ -179,6 +188,7 @@ class LongTermMemory:
                 agent_id=agent_id,
                 session_id=session_id,
                 ranking=ranking,
+                expansion=expansion,
                 on_close=lease.release,
             )
         except BaseException:
@@ -237,28 +247,32 @@ class LongTermMemory:
         record = self.new_record(
             content, memory_type, metadata=metadata, importance=importance, **fields
         )
-        yield from self._store_records([record])
-        return record
+        stored = yield from self._store_records([record])
+        return stored[0]
 
     astore_memory = async_twin(store_memory)
 
     @twin
     def store_records(self, records: Sequence[MemoryRecord]) -> Program[None]:
         """Embed and upsert records in one batch (all in this memory's scope)."""
-        return (yield from self._store_records(records))
+        yield from self._store_records(records)
 
     astore_records = async_twin(store_records)
 
-    def _store_records(self, records: Sequence[MemoryRecord]) -> Program[None]:
+    def _store_records(self, records: Sequence[MemoryRecord]) -> Program[list[MemoryRecord]]:
         records = self._own(records)
         if not records:
-            return
+            return []
+        if self.expansion.link:
+            records = link_records(records)
+        self._entity_counts.clear()
         texts = [r.content for r in records]
         dense = yield from call(
             self.embedder.embed_documents, self.embedder.aembed_documents, texts
         )
         sparse = self.sparse.encode_documents(_index_texts(records))
         yield from call(self.store.upsert, self.store.aupsert, records, dense, sparse)
+        return records
 
     def _own(self, records: Sequence[MemoryRecord]) -> list[MemoryRecord]:
         """Check records written as given (imports, replays) exactly like new ones: scope,
@@ -356,11 +370,23 @@ class LongTermMemory:
             dense = yield from call(embedder.embed_query, embedder.aembed_query, query)
         # One plan for every mode: it reads the records (with their vectors when the
         # ranking diversifies) and returns the final top_k.
-        plan = self._ranking_plan(query, mode, top_k, sparse, explain)
+        plan = self._ranking_plan(query, mode, self.expansion.first_stage(top_k), sparse, explain)
         store = self.store
         results = yield from call(
             store.fused_search, store.afused_search, self.scope, flt, dense, sparse, plan
         )
+        if self.expansion.active:
+            results = yield from expand(
+                store,
+                self.scope,
+                flt,
+                results,
+                self.expansion,
+                top_k=top_k,
+                explain=explain,
+                encode=lambda records: self.sparse.encode_documents(_index_texts(records)),
+                counts=self._entity_counts,
+            )
         if touch and results:
             yield from self._record_access(results)
         return RecallResults(results)
@@ -534,6 +560,7 @@ class LongTermMemory:
         ids = [memory_id_of(i) for i in memory_ids]
         if not ids:
             return 0
+        self._entity_counts.clear()
         return (yield from call(self.store.delete, self.store.adelete, self.scope, ids))
 
     @twin
