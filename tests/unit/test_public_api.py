@@ -71,3 +71,14 @@ def test_context_budget_error_is_part_of_the_one_hierarchy() -> None:
     assert agentmem.ContextBudgetError is agentmem.errors.ContextBudgetError
     assert agentmem.context.ContextBudgetError is agentmem.errors.ContextBudgetError
     assert issubclass(agentmem.errors.ContextBudgetError, agentmem.errors.ConfigurationError)
+
+
+def test_the_integration_module_serves_every_name_it_lists() -> None:
+    """``agentmem.integration`` is the adapters' documented surface beyond the facade."""
+    import agentmem.integration
+
+    names = agentmem.integration.__all__
+    assert len(set(names)) == len(names)
+    for name in names:
+        assert getattr(agentmem.integration, name) is not None, name
+    assert not set(names) & set(agentmem.__all__)  # one public home per name

@@ -535,8 +535,9 @@ class MemoryManager:
 
         1. what must be sent (the system prompt, the query, tool schemas, the latest unit
            of ``history``) is checked against the budget before any I/O;
-        2. the session is read once (its new messages and summary); with ``keep_latest``
-           its newest unit is then required and checked too;
+        2. the session is read once: its new messages and summary (only the summary
+           when ``history`` is given); with ``keep_latest`` its newest unit is then
+           required and checked too;
         3. long-term memories are recalled for ``query`` (``None``: the conversation's
            latest user message);
         4. working memory is rendered for its share (expired variables are purged, the
@@ -598,12 +599,14 @@ class MemoryManager:
         # memory purges expired variables: a prompt that cannot be built changes nothing.
         check_required(blocks, counter=counter, max_tokens=max_tokens, tools=tools)
         session = strategy in ("recent", "hybrid")
-        if session or (query is None and given is None and top_k):
+        if given is not None:
+            if session:  # the caller sends the conversation: only the summary is read
+                summary = yield from call(short_term.refresh_summary, short_term.arefresh_summary)
+                if summary:
+                    blocks.append(SummaryBlock(summary))
+        elif session or (query is None and top_k):
             yield from call(short_term.refresh, short_term.arefresh)  # messages and summary
-        if session and given is not None:
-            if short_term.summary:
-                blocks.append(SummaryBlock(short_term.summary))
-        elif session:
+        if given is None and session:
             latest = short_term.newest_unit(refresh=False) if keep_latest else []
             view = ViewBlock(lambda n: short_term.get_view(max_tokens=n, refresh=False), latest)
             if latest:

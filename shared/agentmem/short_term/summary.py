@@ -167,11 +167,31 @@ class SummaryBufferMemory(ShortTermMemory):
 
     def _refresh(self) -> Program[None]:
         yield from super()._refresh()
+        yield from self._read_summary()
+
+    def _read_summary(self) -> Program[None]:
         store = self.store
         state = yield from call(
             store.get_state, store.aget_state, self.session_id, SUMMARY_STATE_KEY
         )
         self._set_summary(state)
+
+    @twin
+    def refresh_summary(self) -> Program[str | None]:
+        """Read the current summary from the store (not the new messages: one read, where
+        :meth:`refresh` makes two) and return it. For callers that send a conversation of
+        their own with the summary, as ``MemoryManager.gather_context`` does for an agent's
+        messages.
+
+        Example:
+            >>> memory = SummaryBufferMemory(None, max_tokens=500)
+            >>> memory.refresh_summary() is None
+            True
+        """
+        yield from self._read_summary()
+        return self.summary
+
+    arefresh_summary = async_twin(refresh_summary)
 
     def _on_clear(self) -> None:
         self._set_summary(None)
