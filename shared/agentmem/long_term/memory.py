@@ -45,7 +45,7 @@ from agentmem.long_term.ranking import RankingConfig, SearchMode, ranking_plan
 from agentmem.long_term.records import MemoryRecord, RecordFilter, Scope
 from agentmem.long_term.results import RecallResults
 from agentmem.long_term.store import FusionPlan, MemoryStore, ScoredRecord, SparseVector
-from agentmem.long_term.temporal import date_terms, query_windows
+from agentmem.long_term.temporal import date_terms
 from agentmem.sparse import Bm25Encoder, SparseEncoder
 from agentmem.types import utcnow
 
@@ -411,21 +411,16 @@ class LongTermMemory:
         for count, ids in by_count.items():
             yield from self._set_fields(ids, {"last_accessed_at": now, "access_count": count + 1})
 
-    def _candidates(self, top_k: int) -> int:
-        return max(self.ranking.candidates, self.ranking.fetch_size(top_k))
-
     def _ranking_plan(
         self, query: str, mode: SearchMode, top_k: int, sparse: SparseVector | None, explain: bool
     ) -> FusionPlan:
-        now = self._clock()
         return ranking_plan(
             self.ranking,
+            query=query,
             mode=mode,
             has_sparse=sparse is not None and bool(sparse.indices),
-            candidates=self._candidates(top_k),
             top_k=top_k,
-            now=now,
-            windows=query_windows(query, now) if self.ranking.temporal_weight else [],
+            now=self._clock(),
             explain=explain,
         )
 

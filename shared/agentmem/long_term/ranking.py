@@ -60,7 +60,7 @@ from agentmem.long_term.store import (
     ScoredRecord,
     ScoreRequest,
 )
-from agentmem.long_term.temporal import Window
+from agentmem.long_term.temporal import Window, query_windows
 from agentmem.types import utcnow
 
 __all__ = [
@@ -611,18 +611,19 @@ def _float32(value: float) -> float:
 def ranking_plan(
     config: RankingConfig,
     *,
+    query: str,
     mode: SearchMode,
     has_sparse: bool,
-    candidates: int,
     top_k: int,
     now: datetime,
-    windows: Sequence[Window],
     explain: bool,
 ) -> FusionPlan:
-    """``LongTermMemory``'s search in ``mode``: hybrid by score fusion
-    (:func:`fusion_plan`), else by the lists' scores or their RRF (:func:`list_plan`); the
-    final ``top_k``, diversified as ``config`` says."""
+    """``LongTermMemory``'s search for ``query`` in ``mode`` at ``now``: hybrid by score
+    fusion (:func:`fusion_plan`, with the periods the query names), else by the lists'
+    scores or their RRF (:func:`list_plan`); the final ``top_k``, diversified as ``config``
+    says. Each list holds ``config.candidates``, or more when ``top_k`` needs them."""
     fetch = config.fetch_size(top_k)
+    candidates = max(config.candidates, fetch)
     if mode == "hybrid" and config.fuses_by_score:
         return (
             yield from fusion_plan(
@@ -631,7 +632,7 @@ def ranking_plan(
                 candidates=candidates,
                 fetch=fetch,
                 now=now,
-                windows=windows,
+                windows=query_windows(query, now) if config.temporal_weight else [],
                 explain=explain,
                 top_k=top_k,
             )
