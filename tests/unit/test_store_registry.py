@@ -403,7 +403,7 @@ def test_the_openers_name_no_store_class() -> None:
     branched on ``qdrant_url`` / ``redis_url`` to build ``QdrantClientStore`` or
     ``RedisSessionStore``)."""
     import agentmem.backends
-    from agentmem import _cli_common
+    from agentmem.cli import common as _cli_common
     from agentmem.controller.builder import ManagerBuilder
 
     openers = {

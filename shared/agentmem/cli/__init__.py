@@ -350,7 +350,7 @@ def _discard_output(out: TextIO) -> None:
 
 def _home_in_use(args: argparse.Namespace) -> str:
     """The message for a home another process holds, worded for the command line."""
-    from agentmem._cli_common import resolve_config
+    from agentmem.cli.common import resolve_config
 
     home = resolve_config(args).home
     return (
