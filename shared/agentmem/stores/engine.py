@@ -58,6 +58,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 
 from agentmem._sansio import Program, async_twin, blocking, drive, offload, twin
+from agentmem._util.checks import check_int
 from agentmem._util.closing import ClosesOnExit
 from agentmem.errors import InvalidValueError, MemoryNotFoundError, StoreClosedError
 from agentmem.long_term._fusion import run_plan
@@ -364,9 +365,7 @@ class MemoryStoreEngine(ClosesOnExit, ABC):
             msg = "search needs a query vector: pass dense=, sparse= or both"
             raise InvalidValueError(msg)
         for name, value in (("limit", limit), ("candidates", candidates)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                msg = f"{name} must be a positive integer, got {value!r}"
-                raise InvalidValueError(msg)
+            check_int(value, name, error=InvalidValueError, expected="must be a positive integer")
         sides: list[Side] = []
         if dense is not None:
             sides.append("dense")
@@ -454,9 +453,7 @@ class MemoryStoreEngine(ClosesOnExit, ABC):
     ) -> Program[tuple[list[MemoryRecord], str | None]]:
         """A page of records in ``scope`` and the next offset (or None)."""
         conds = pt.build_conditions(scope, filter)
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            msg = f"limit must be a positive integer, got {limit!r}"
-            raise InvalidValueError(msg)
+        check_int(limit, "limit", error=InvalidValueError, expected="must be a positive integer")
         if order_by is None:
             start = None if offset is None else pt.validate_ids([offset])[0]
             hits, nxt = yield from self._scroll(pt.ScrollSpec(conds, limit, start))

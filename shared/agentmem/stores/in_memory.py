@@ -45,7 +45,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from agentmem._sansio import Program, blocking, drive
-from agentmem.errors import ConfigurationError
+from agentmem._util.checks import check_int
 from agentmem.long_term.store import SparseVector
 from agentmem.stores import points as pt
 from agentmem.stores.engine import MemoryStoreEngine
@@ -76,9 +76,7 @@ class InMemoryMemoryStore(MemoryStoreEngine):
     """
 
     def __init__(self, *, dimension: int) -> None:
-        if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1:
-            msg = f"dimension must be a positive integer, got {dimension!r}"
-            raise ConfigurationError(msg)
+        check_int(dimension, "dimension", expected="must be a positive integer")
         self._dimension = dimension
         self._points: dict[str, _Point] = {}
         self._df: Counter[int] = Counter()  # how many points hold each sparse term
