@@ -354,7 +354,7 @@ class Mem0System:
             "search keeps hits with cosine >= 0.1 (its default threshold)",
             "no lemmatizing or entity boosts offline (spaCy model is a download)",
         ]
-        self._ids: dict[str, str] = {}
+        self._ids: dict[str, dict[str, str]] = {}
 
     def ingest(self, scope: str, turns: Sequence[Turn], clock: datetime | None) -> None:
         for i in range(0, len(turns), BATCH_SIZE):
@@ -365,12 +365,14 @@ class Mem0System:
             if len(added) != len(batch):
                 msg = f"Mem0 stored {len(added)} of {len(batch)} messages"
                 raise RuntimeError(msg)
+            mine = self._ids.setdefault(scope, {})
             for turn, item in zip(batch, added, strict=True):
-                self._ids[item["id"]] = turn.dia_id
+                mine[item["id"]] = turn.dia_id
 
     def search(self, scope: str, question: str, k: int) -> list[set[str]]:
         out = self._memory.search(question, top_k=k, filters={"user_id": scope})
-        return [{self._ids[item["id"]]} for item in out["results"]]
+        # A hit from another conversation would raise KeyError here: the filter is checked.
+        return [{self._ids[scope][item["id"]]} for item in out["results"]]
 
     def close(self) -> None:
         self._client.close()
@@ -382,8 +384,12 @@ class LlamaIndexSystem:
     ``aput``/``aget`` are async).
 
     One ``aput`` per turn, so each turn is one node (``Memory`` itself would flush several
-    messages into one node). The conversation is the block's ``session_id`` filter. A
-    pass-through node postprocessor records the ranked nodes that ``aget`` formats into text.
+    messages into one node). The conversation is the block's ``session_id`` filter, with one
+    block per conversation over the one shared store: a block keeps the ``session_id``
+    filter of its first ``aget`` in its ``query_kwargs`` and never replaces it
+    (llama-index-core 0.14.25), so a block shared by conversations searches the first one
+    only. A pass-through node postprocessor records the ranked nodes that ``aget`` formats
+    into text.
     """
 
     def __init__(self, table: VectorTable, model_name: str) -> None:
@@ -404,17 +410,18 @@ class LlamaIndexSystem:
             "llama-index-core": _version("llama-index-core"),
             "llama-index-vector-stores-qdrant": _version("llama-index-vector-stores-qdrant"),
         }
-        self.notes = ["dense only", "one node per turn (Memory would flush batches of messages)"]
+        self.notes = [
+            "dense only",
+            "one node per turn (Memory would flush batches of messages)",
+            "one block per conversation: a shared block keeps its first session filter",
+        ]
         self._loop = asyncio.new_event_loop()
         self._aclient = AsyncQdrantClient(location=":memory:")
-        store = QdrantVectorStore(collection_name="peers", aclient=self._aclient)
+        self._store = QdrantVectorStore(collection_name="peers", aclient=self._aclient)
+        self._embed_model = llama_lookup_embedding(table, model_name)
         self._recorder = _Recorder()
-        self._block = VectorMemoryBlock(
-            vector_store=store,
-            embed_model=llama_lookup_embedding(table, model_name),
-            similarity_top_k=10,
-            node_postprocessors=[self._recorder],
-        )
+        self._block_type = VectorMemoryBlock
+        self._blocks: dict[str, Any] = {}
         self._texts = _TextIds()
 
     def _run(self, coro: Any) -> Any:
@@ -424,20 +431,25 @@ class LlamaIndexSystem:
         from llama_index.core.llms import ChatMessage
 
         self._texts.add(scope, turns)
+        block = self._blocks[scope] = self._block_type(
+            vector_store=self._store,
+            embed_model=self._embed_model,
+            similarity_top_k=10,
+            node_postprocessors=[self._recorder],
+        )
         for turn in turns:
             message = ChatMessage(
                 role="user", content=turn_text(turn), additional_kwargs={"session_id": scope}
             )
-            self._run(self._block.aput([message]))
+            self._run(block.aput([message]))
 
     def search(self, scope: str, question: str, k: int) -> list[set[str]]:
         from llama_index.core.llms import ChatMessage
 
-        self._block.similarity_top_k = k
+        block = self._blocks[scope]
+        block.similarity_top_k = k
         self._recorder.seen = []
-        self._run(
-            self._block.aget(messages=[ChatMessage(role="user", content=question)], session_id=scope)
-        )
+        self._run(block.aget(messages=[ChatMessage(role="user", content=question)], session_id=scope))
         out = []
         for hit in self._recorder.seen:
             match = _ENVELOPE.fullmatch(hit.node.get_content())
