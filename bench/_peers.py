@@ -11,7 +11,7 @@ a *lookup* in its own embedding interface that returns the stored vector of a te
 raises :class:`LookupMiss` for any other text (never computes one silently):
 
 * agentmem: :class:`LookupEmbedder` (``agentmem.embeddings.Embedder``);
-* Mem0 and the LangGraph store: :class:`LookupEmbeddings` (LangChain ``Embeddings``; Mem0's
+* Mem0 and the LangGraph store: :func:`lookup_embeddings` (LangChain ``Embeddings``; Mem0's
   ``"langchain"`` embedder provider takes one);
 * LlamaIndex: :func:`llama_lookup_embedding` (a ``BaseEmbedding``). ``VectorMemoryBlock``
   wraps each message as ``<message role='user'>TEXT</message>`` before embedding it; the
@@ -50,13 +50,13 @@ __all__ = [
     "LangGraphSystem",
     "LlamaIndexSystem",
     "LookupEmbedder",
-    "LookupEmbeddings",
     "LookupMiss",
     "Mem0System",
     "System",
     "VectorTable",
     "bm25_tokens",
     "llama_lookup_embedding",
+    "lookup_embeddings",
 ]
 
 #: Records / operations per write call wherever a library takes batches (as bench/locomo.py).
@@ -114,8 +114,8 @@ class VectorTable:
         )
         for text in dict.fromkeys(queries):
             vector = embedder.embed_query(text)
-            known = table.get(text)
-            if known is not None and max(abs(a - b) for a, b in zip(known, vector)) > 1e-5:
+            known = table.get(text, vector)
+            if max(abs(a - b) for a, b in zip(known, vector, strict=True)) > 1e-5:
                 msg = f"{text[:60]!r} has different document and query vectors"
                 raise ValueError(msg)
             table[text] = vector
@@ -153,7 +153,7 @@ def _langchain_embeddings_base() -> type:
     return Embeddings
 
 
-def LookupEmbeddings(table: VectorTable) -> Any:  # noqa: N802 (a class factory)
+def lookup_embeddings(table: VectorTable) -> Any:
     """A LangChain ``Embeddings`` over ``table`` (for Mem0 and the LangGraph store)."""
     base = _langchain_embeddings_base()
 
@@ -338,7 +338,10 @@ class Mem0System:
                         "client": self._client,
                     },
                 },
-                "embedder": {"provider": "langchain", "config": {"model": LookupEmbeddings(table)}},
+                "embedder": {
+                    "provider": "langchain",
+                    "config": {"model": lookup_embeddings(table)},
+                },
                 "llm": {
                     "provider": "langchain",
                     "config": {"model": GenericFakeChatModel(messages=iter(()))},
@@ -398,11 +401,11 @@ class LlamaIndexSystem:
         from llama_index.vector_stores.qdrant import QdrantVectorStore
         from qdrant_client import AsyncQdrantClient
 
-        class _Recorder(BaseNodePostprocessor):
-            seen: list[Any] = []
+        seen: list[Any] = []
 
+        class _Recorder(BaseNodePostprocessor):
             def _postprocess_nodes(self, nodes: list[Any], query_bundle: Any = None) -> list[Any]:
-                self.seen = list(nodes)
+                seen[:] = nodes
                 return nodes
 
         self.name = "LlamaIndex VectorMemoryBlock (Qdrant local in memory)"
@@ -420,6 +423,7 @@ class LlamaIndexSystem:
         self._store = QdrantVectorStore(collection_name="peers", aclient=self._aclient)
         self._embed_model = llama_lookup_embedding(table, model_name)
         self._recorder = _Recorder()
+        self._seen = seen
         self._block_type = VectorMemoryBlock
         self._blocks: dict[str, Any] = {}
         self._texts = _TextIds()
@@ -448,10 +452,12 @@ class LlamaIndexSystem:
 
         block = self._blocks[scope]
         block.similarity_top_k = k
-        self._recorder.seen = []
-        self._run(block.aget(messages=[ChatMessage(role="user", content=question)], session_id=scope))
+        self._seen.clear()
+        self._run(
+            block.aget(messages=[ChatMessage(role="user", content=question)], session_id=scope)
+        )
         out = []
-        for hit in self._recorder.seen:
+        for hit in self._seen:
             match = _ENVELOPE.fullmatch(hit.node.get_content())
             if match is None:
                 msg = f"unexpected node text {hit.node.get_content()[:60]!r}"
@@ -475,7 +481,7 @@ class LangGraphSystem:
         self.versions = {"langgraph": _version("langgraph")}
         self.notes = ["dense only", "RAM only (no persistence)"]
         self._store = InMemoryStore(
-            index={"dims": table.dimension, "embed": LookupEmbeddings(table), "fields": ["text"]}
+            index={"dims": table.dimension, "embed": lookup_embeddings(table), "fields": ["text"]}
         )
 
     def ingest(self, scope: str, turns: Sequence[Turn], clock: datetime | None) -> None:

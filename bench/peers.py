@@ -303,7 +303,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "k": args.k,
             "limit_questions": args.limit_questions,
             "baseline": BASELINE,
-            "clock": "each conversation's last session date (as bench/locomo.py --now last-session)",
+            "clock": "each conversation's last session date (bench/locomo.py --now last-session)",
             "environment": environment(),
         },
         "peak_rss_mb": peak_rss_mb(),
@@ -316,8 +316,7 @@ def _print_report(report: dict[str, Any], ks: Sequence[int]) -> None:
     for metric in ("R_frac", "R_any", "NDCG"):
         print(f"\n{metric}@{k} per category")
         rows = [
-            {"system": name}
-            | {g: r["quality"].get(g, {}).get(f"{metric}@{k}") for g in GROUPS}
+            {"system": name} | {g: r["quality"].get(g, {}).get(f"{metric}@{k}") for g in GROUPS}
             for name, r in results.items()
         ]
         print_table(rows, ["system", *GROUPS])
