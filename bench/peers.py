@@ -12,7 +12,8 @@ whose package is missing is reported as such and skipped.
 Protocol (that of ``bench/locomo.py``, same data loading, metrics and memory texts):
 one scope per LoCoMo conversation, every turn one memory with the text
 ``'{speaker} said, "{text}"'`` (+ ``' and shared {blip_caption}'``), written through each
-library's normal write path; each question with evidence retrieves the top ``max(k)``
+library's normal write path; each question with evidence (stripped of surrounding
+whitespace, as Mem0 strips it itself: one dev question ends in a space) retrieves the top ``max(k)``
 through the library's public search in its own conversation's scope, and every cut-off k
 is scored from that list (``R_frac``, ``R_any``, ``R_all``, ``NDCG``; per category 1-5, over
 1-4 and 1-5). The systems (``bench/_peers.py`` says how each is set up):
@@ -199,7 +200,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     table = VectorTable.build(
         disk,
         [turn_text(t) for c in conversations for t in c.turns],
-        [q.question for qs in questions.values() for q in qs],
+        [q.question.strip() for qs in questions.values() for q in qs],
     )
     disk.save()
     print(
@@ -243,7 +244,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     turn = i % len(order)
                     for name in order[turn:] + order[:turn]:
                         began = time.perf_counter()
-                        items = systems[name].search(scope, q.question, top)
+                        items = systems[name].search(scope, q.question.strip(), top)
                         latency[name].append(time.perf_counter() - began)
                         scored[name].append(
                             (q.category, score_ranking(items, q.evidence, ks=args.k))
