@@ -322,7 +322,7 @@ class Mem0System:
 
     def __init__(self, table: VectorTable, history_db: Path) -> None:
         from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-        from mem0 import Memory
+        from mem0 import Memory  # type: ignore[import-untyped]
         from qdrant_client import QdrantClient
 
         self.name = "Mem0 (infer=False, Qdrant local in memory)"
@@ -514,7 +514,7 @@ class BM25System:
         self._indexes: dict[str, tuple[Any, list[str]]] = {}
 
     def ingest(self, scope: str, turns: Sequence[Turn], clock: datetime | None) -> None:
-        from rank_bm25 import BM25Okapi
+        from rank_bm25 import BM25Okapi  # type: ignore[import-untyped]
 
         corpus = [bm25_tokens(turn_text(t)) for t in turns]
         self._indexes[scope] = (BM25Okapi(corpus), [t.dia_id for t in turns])

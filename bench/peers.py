@@ -119,8 +119,8 @@ class NetworkGuard:
             guard._check((host, 0))
             return real_getaddrinfo(host, *args, **kwargs)
 
-        socket.socket.connect = connect  # type: ignore[method-assign]
-        socket.socket.connect_ex = connect_ex  # type: ignore[method-assign]
+        socket.socket.connect = connect  # type: ignore[method-assign, assignment]
+        socket.socket.connect_ex = connect_ex  # type: ignore[method-assign, assignment]
         socket.getaddrinfo = getaddrinfo
         try:
             yield self
