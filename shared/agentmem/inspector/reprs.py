@@ -101,6 +101,21 @@ def _wrap(fragment: Markup) -> str:
     return str(tag("div", tag("style", Markup(STYLE)), fragment, class_="am-root"))
 
 
+def _table(
+    head: Sequence[str],
+    rows: Iterable[Sequence[Markup]],
+    *,
+    numeric: int = 0,
+    class_: str | None = None,
+) -> Markup:
+    """A ``<table>`` with a header row of ``head`` (its last ``numeric`` columns right-aligned
+    numbers) and one ``<tr>`` per row of cells."""
+    cells = [
+        tag("th", h, class_="num" if i >= len(head) - numeric else None) for i, h in enumerate(head)
+    ]
+    return tag("table", tag("tr", *cells), *(tag("tr", *r) for r in rows), class_=class_)
+
+
 def _swatch(name: str, index: int = 0) -> Markup:
     return tag(
         "svg",
@@ -273,29 +288,28 @@ def context_html(ctx: BuiltContext) -> Markup:
         ),
         class_="am-legend",
     )
-    ledger = tag(
-        "table",
-        tag(
-            "tr",
-            tag("th", "section"),
-            tag("th", "tokens", class_="num"),
-            tag("th", "share of budget", class_="num"),
-        ),
-        *(
-            tag(
-                "tr",
-                tag("td", _swatch(name, i), name),
-                tag("td", n, class_="num"),
-                tag("td", f"{100 * n / budget:.1f}%", class_="num"),
-            )
-            for i, (name, n) in enumerate(ctx.ledger.items())
-        ),
-        tag(
-            "tr",
-            tag("th", "total"),
-            tag("th", ctx.token_count, class_="num"),
-            tag("th", f"{100 * ctx.token_count / budget:.1f}% of {ctx.max_tokens}", class_="num"),
-        ),
+    ledger = _table(
+        ("section", "tokens", "share of budget"),
+        [
+            *(
+                (
+                    tag("td", _swatch(name, i), name),
+                    tag("td", n, class_="num"),
+                    tag("td", f"{100 * n / budget:.1f}%", class_="num"),
+                )
+                for i, (name, n) in enumerate(ctx.ledger.items())
+            ),
+            (
+                tag("th", "total"),
+                tag("th", ctx.token_count, class_="num"),
+                tag(
+                    "th",
+                    f"{100 * ctx.token_count / budget:.1f}% of {ctx.max_tokens}",
+                    class_="num",
+                ),
+            ),
+        ],
+        numeric=2,
         class_="am-ledger",
     )
     omitted = (
@@ -339,11 +353,6 @@ def context_repr(ctx: BuiltContext) -> str:
 
 def _json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
-
-
-def _table(head: Sequence[str], rows: Iterable[Sequence[Markup]]) -> Markup:
-    """A ``<table>`` with a header row of ``head`` and one ``<tr>`` per row of cells."""
-    return tag("table", tag("tr", *(tag("th", h) for h in head)), *(tag("tr", *r) for r in rows))
 
 
 def _expiry(variable: Variable) -> str:
@@ -451,23 +460,13 @@ def counts_table(memory: LongTermMemory) -> Markup:
             RecordFilter(memory_types=(memory_type,), include_history=True)
         )
         rows.append(
-            tag(
-                "tr",
+            (
                 tag("td", memory_type),
                 tag("td", current, class_="num"),
                 tag("td", every - current, class_="num"),
             )
         )
-    return tag(
-        "table",
-        tag(
-            "tr",
-            tag("th", "type"),
-            tag("th", "current", class_="num"),
-            tag("th", "superseded", class_="num"),
-        ),
-        *rows,
-    )
+    return _table(("type", "current", "superseded"), rows, numeric=2)
 
 
 def records_table(
