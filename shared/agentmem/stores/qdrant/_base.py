@@ -293,7 +293,14 @@ class QdrantStoreBase(ClosesOnExit):
                 made[key] = qc.make_patch(template, fields)
             patches.append(made[key]._replace(id=memory_id))
         if patches:
-            yield from self._set_payload(patches, where)
+            yield from self._write_accesses(scope, patches, where)
+
+    def _write_accesses(
+        self, scope: Scope, patches: list[qc.Patch], where: tuple[qc.Condition, ...]
+    ) -> Program[None]:
+        """The conditional write of :meth:`set_fields_each` (``where``: ``scope``'s
+        conditions); the Edge store keeps access statistics beside its points instead."""
+        yield from self._set_payload(patches, where)
 
     @_operation
     def search(

@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from agentmem.errors import ConfigurationError
+from agentmem.stores.qdrant._edge_access import ACCESS_FILE
 
 __all__ = [
     "CURRENT_FILE",
@@ -169,7 +170,7 @@ def drop_stale_generations(root: Path) -> None:
         if path.is_dir() and path != live:
             shutil.rmtree(path, ignore_errors=True)
     if live != root:
-        for name in ("segments", "wal", "edge_config.json"):
+        for name in ("segments", "wal", "edge_config.json", ACCESS_FILE):
             target = root / name
             if target.is_dir():
                 shutil.rmtree(target, ignore_errors=True)

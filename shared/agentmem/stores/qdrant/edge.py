@@ -71,10 +71,17 @@ from agentmem.errors import (
     StoreError,
     StoreLockedError,
 )
+from agentmem.long_term.records import Scope
 from agentmem.long_term.store import DENSE_VECTOR, SPARSE_VECTOR
 from agentmem.stores.qdrant import _common as qc
 from agentmem.stores.qdrant import _edge_manifest as manifests
 from agentmem.stores.qdrant._base import QdrantStoreBase
+from agentmem.stores.qdrant._edge_access import (
+    AccessStats,
+    boosted,
+    ordered_by_access,
+    split_access,
+)
 from agentmem.stores.qdrant._edge_files import (
     CONFIG_FILE,
     corrupted,
@@ -176,6 +183,9 @@ class QdrantEdgeStore(QdrantStoreBase):
                 raise corrupted(self._path, problem)
             expected = self._check_before_load()
             self._shard = self._open_shard()
+            self._access = AccessStats(
+                self._path, self._shard_dir, self._mutex, on_access=self._changing
+            )
             try:
                 if expected is not None:
                     manifests.check_points(self._path, expected, count_spaces(self._shard))
@@ -313,6 +323,7 @@ class QdrantEdgeStore(QdrantStoreBase):
         the store's manifest (files, checksums, point counts)."""
         with self._mutex:
             self._check_open()
+            self._access.flush()
             self._shard.flush()
             self._unflushed = False
             self._write_clean_manifest(count_spaces(self._shard))
@@ -329,6 +340,7 @@ class QdrantEdgeStore(QdrantStoreBase):
         target = Path(dest)
         with self._mutex:
             self._check_open()
+            self._access.flush()
             self._shard.flush()
             self._unflushed = False
             manifest = self._write_clean_manifest(count_spaces(self._shard))
@@ -368,6 +380,7 @@ class QdrantEdgeStore(QdrantStoreBase):
                 self._child.kill()
         try:
             with self._mutex:
+                self._access.close()
                 if self._unflushed:  # a read-only session leaves the files as they were
                     self._shard.flush()
                 counts = count_spaces(self._shard)
@@ -513,9 +526,11 @@ class QdrantEdgeStore(QdrantStoreBase):
                 tail, self._journal = [*batch, *(self._journal or [])], None
                 for op, args in tail:
                     _apply(new, op, args)  # each in Edge's WAL before it returns: durable
+                self._access.copy_to(target)
                 set_current_generation(self._path, target)
                 swapped = True
                 old, self._shard, self._shard_dir = self._shard, new, target
+                self._access.moved_to(target)
                 self._unflushed = True  # the replayed tail is in its WAL only
                 self._mark_open()
                 paused = time.monotonic() - paused_from
@@ -573,17 +588,35 @@ class QdrantEdgeStore(QdrantStoreBase):
         yield from blocking(self._write, "set_payload", (patches, where), len(patches))
 
     def _write(self, op: str, args: tuple[Any, ...], points: int) -> None:
-        if not self._unflushed:  # the first write since a flush: the manifest no longer holds
+        self._changing()
+        _apply(self._shard, op, args)
+        self._access.mirror(op, args)
+        self._note_write(op, args, points)
+
+    def _changing(self) -> None:
+        """Before a change to the files (under the mutex)."""
+        if not self._unflushed:  # the first since a flush: the manifest no longer holds
             self._mark_open()
         self._unflushed = True
-        _apply(self._shard, op, args)
-        self._note_write(op, args, points)
+
+    def _write_accesses(
+        self, scope: Scope, patches: list[qc.Patch], where: tuple[qc.Condition, ...]
+    ) -> Program[None]:
+        # Beside the points (see agentmem.stores.qdrant._edge_access): a payload write
+        # would move each hit out of the HNSW index. Only memories still in scope count.
+        side, rest = split_access(patches)
+        if rest:
+            yield from self._set_payload(rest, where)
+        if side:
+            found = yield from self._retrieve([p.id for p in side])
+            current = {h.id: h.payload for h in found if qc.in_scope(h.payload, scope)}
+            yield from blocking(self._access.record, side, current)
 
     def _retrieve(self, ids: list[str]) -> Program[list[qc.Hit]]:
         rows = yield from blocking(
             self._shard.retrieve, list(ids), with_payload=True, with_vector=False
         )
-        return [qc.Hit(str(r.id), 0.0, dict(r.payload or {})) for r in rows]
+        return self._access.merge([qc.Hit(str(r.id), 0.0, dict(r.payload or {})) for r in rows])
 
     def _retrieve_dense(self, ids: list[str]) -> Program[list[tuple[qc.Hit, list[float]]]]:
         rows = yield from blocking(
@@ -595,21 +628,26 @@ class QdrantEdgeStore(QdrantStoreBase):
             dense: Any = vectors.get(DENSE_VECTOR) if isinstance(vectors, dict) else None
             if isinstance(dense, list):  # a plain dense vector: Edge's list of floats
                 out.append((qc.Hit(str(r.id), 0.0, dict(r.payload or {})), dense))
+        self._access.merge([hit for hit, _ in out])
         return out
 
     def _query(self, spec: qc.QuerySpec) -> Program[list[qc.Hit]]:
+        if spec.boost is not None and self._access.active():  # boosts read the statistics
+            return (yield from boosted(self._query, spec))
         points = yield from blocking(self._shard.query, _query_request(spec))
-        return _hits(points)
+        return self._access.merge(_hits(points))
 
     def _query_batch(self, specs: list[qc.QuerySpec]) -> Program[list[list[qc.Hit]]]:
-        if len(specs) == 1:
-            return [(yield from self._query(specs[0]))]
+        if len(specs) == 1 or (any(s.boost for s in specs) and self._access.active()):
+            return (yield from super()._query_batch(specs))
         batch = qe.QueryBatchRequest([_query_request(spec) for spec in specs])
         found = yield from blocking(self._shard.query_batch, batch)
-        return [_hits(points) for points in found]
+        return [self._access.merge(_hits(points)) for points in found]
 
     def _scroll(self, spec: qc.ScrollSpec) -> Program[tuple[list[qc.Hit], str | None]]:
         order = spec.order
+        if order is not None and order.key == "last_accessed_ts" and self._access.active():
+            return (yield from ordered_by_access(self._scroll, spec))
         order_by = (
             None
             if order is None
@@ -625,7 +663,7 @@ class QdrantEdgeStore(QdrantStoreBase):
         )
         rows, nxt = yield from blocking(self._shard.scroll, request)
         hits = [qc.Hit(str(r.id), float(r.order_value or 0.0), dict(r.payload or {})) for r in rows]
-        return hits, None if nxt is None else str(nxt)
+        return self._access.merge(hits), None if nxt is None else str(nxt)
 
     def _count(self, conds: tuple[qc.Condition, ...]) -> Program[int]:
         request = qe.CountRequest(exact=True, filter=_filter(conds))
