@@ -157,7 +157,9 @@ def test_the_statistics_survive_a_rebuild_and_a_close(tmp_path: Path) -> None:
     fill(tmp_path, 400, auto_index=low)
     clock = Clock()
     store = QdrantEdgeStore(tmp_path, dimension=DIM, auto_index=low)
-    memory = LongTermMemory(store=store, embedder=HashingEmbedder(DIM), user_id="alice", clock=clock)
+    memory = LongTermMemory(
+        store=store, embedder=HashingEmbedder(DIM), user_id="alice", clock=clock
+    )
     recall_a_while(memory, clock)
     seen = stats(memory)
     generation = (tmp_path / "CURRENT").read_text() if (tmp_path / "CURRENT").exists() else ""
@@ -166,7 +168,8 @@ def test_the_statistics_survive_a_rebuild_and_a_close(tmp_path: Path) -> None:
     store.wait_for_index(240)
     assert (tmp_path / "CURRENT").read_text() != generation  # swapped in a new generation
     live = tmp_path / (tmp_path / "CURRENT").read_text()
-    assert (live / ACCESS_FILE).exists() and not (tmp_path / ACCESS_FILE).exists()
+    assert (live / ACCESS_FILE).exists()
+    assert not (tmp_path / ACCESS_FILE).exists()
     assert {k: v for k, v in stats(memory).items() if k in seen} == seen
     memory.close()
     memory = open_memory(tmp_path, clock)
@@ -191,7 +194,7 @@ def test_explicit_writes_win_over_recorded_accesses(tmp_path: Path) -> None:
 
 
 _CHILD = """
-import sys, time
+import json, sys, time
 from pathlib import Path
 from agentmem.long_term import LongTermMemory
 from agentmem.stores.qdrant.edge import AutoIndex, QdrantEdgeStore
@@ -216,15 +219,15 @@ def test_the_statistics_survive_a_kill_9(tmp_path: Path) -> None:
     fill(tmp_path)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "shared"), str(ROOT)])}
     child = subprocess.Popen(
-        [sys.executable, "-c", "import json\n" + textwrap.dedent(_CHILD), str(tmp_path)]
-        + [str(FLUSH_SECONDS)],
+        [sys.executable, "-c", _CHILD, str(tmp_path), str(FLUSH_SECONDS)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         cwd=ROOT,
         env=env,
     )
-    assert child.stdout is not None and child.stderr is not None
+    assert child.stdout is not None
+    assert child.stderr is not None
     try:
         tag, flushed = child.stdout.readline().split(" ", 1)
         assert tag == "flushed", child.stderr.read()
