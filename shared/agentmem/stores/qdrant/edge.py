@@ -172,6 +172,7 @@ class QdrantEdgeStore(QdrantStoreBase):
         self._rebuild: threading.Thread | None = None
         self._child: subprocess.Popen[bytes] | None = None
         self._manifest: manifests.Manifest | None = None  # as last written (or verified)
+        self._stamps: manifests.Stamps | None = None  # its files when it was checked
         self._path.mkdir(parents=True, exist_ok=True)
         self._lock_file = _lock(self._path)
         try:
@@ -233,7 +234,9 @@ class QdrantEdgeStore(QdrantStoreBase):
             return None
         name = manifests.generation_name(root, where)
         if manifest is not None and manifest.generation == name and manifest.state == "clean":
+            stamps = manifests.stamp(root, manifest)
             manifests.verify(root, manifest, data=self._preload)
+            self._stamps = stamps
             self._manifest = manifest
             return manifest
         if manifest is not None and manifest.generation == name:
@@ -271,10 +274,16 @@ class QdrantEdgeStore(QdrantStoreBase):
 
     def _write_clean_manifest(self, counts: dict[str, int]) -> manifests.Manifest:
         """Describe the flushed (or closed) live generation: files, checksums, counts."""
-        # Always described anew: loading a shard may rewrite files (Edge replays its WAL).
-        manifest = manifests.describe(self._path, self._shard_dir, counts, "clean")
+        # Described anew: loading a shard may rewrite files (Edge replays its WAL); files
+        # unchanged since the last manifest keep their checksums.
+        stamps = self._stamps
+        taken = time.time_ns()
+        manifest = manifests.describe(
+            self._path, self._shard_dir, counts, "clean", unchanged=stamps
+        )
         manifests.write_manifest(self._path, manifest)
         self._manifest = manifest
+        self._stamps = manifests.stamp(self._path, manifest, taken_ns=taken)
         return manifest
 
     def _open_shard(self) -> qe.EdgeShard:
