@@ -170,6 +170,7 @@ class QdrantEdgeStore(QdrantStoreBase):
         self._unflushed = False  # a write since the last flush: close() flushes only then
         self._saved_index_state: tuple[str, int] | None = None  # as agentmem-index.json holds
         self._rebuild: threading.Thread | None = None
+        self._closing = False  # close() is waiting for a rebuild: start no other
         self._child: subprocess.Popen[bytes] | None = None
         self._manifest: manifests.Manifest | None = None  # as last written (or verified)
         self._stamps: manifests.Stamps | None = None  # its files when it was checked
@@ -379,8 +380,11 @@ class QdrantEdgeStore(QdrantStoreBase):
         """Flush (when anything was written), close the shard and release the lock. Further
         use raises StoreClosedError.
 
-        A background index rebuild still running is stopped (its work is dropped; the live
-        shard is complete without it)."""
+        A background index rebuild still running is waited for, up to
+        :attr:`AutoIndex.finish_at_close` seconds, so that the next open searches with its
+        index; past that it is stopped (its work is dropped; the live shard is complete
+        without it)."""
+        self._finish_rebuild()
         with self._mutex:
             if self._closed:
                 return
@@ -406,6 +410,32 @@ class QdrantEdgeStore(QdrantStoreBase):
             if state != self._saved_index_state:
                 _write_moved(self._path, *state)
             _unlock(self._lock_file)
+
+    def _finish_rebuild(self) -> None:
+        """Let a rebuild in progress swap in (bounded by ``finish_at_close``); start none."""
+        with self._mutex:
+            if self._closed:
+                return
+            self._closing = True  # a finished rebuild starts no other
+            rebuild = self._rebuild
+        wait = self._auto.finish_at_close
+        if rebuild is None or not rebuild.is_alive() or rebuild is threading.current_thread():
+            return
+        if wait > 0:
+            logger.info(
+                "closing %s: waiting up to %.0f s for the index rebuild in progress "
+                "(AutoIndex.finish_at_close)",
+                self._path,
+                wait,
+            )
+            started = time.monotonic()
+            rebuild.join(wait)
+            logger.info(
+                "closing %s: the index rebuild %s after %.1f s",
+                self._path,
+                "is still running and is dropped" if rebuild.is_alive() else "finished",
+                time.monotonic() - started,
+            )
 
     def unindexed_estimate(self) -> int:
         """Points a search reads without the HNSW index (exactly), as far as the store can
@@ -470,6 +500,8 @@ class QdrantEdgeStore(QdrantStoreBase):
 
     def _rebuild_if_due(self) -> None:
         """Start a background rebuild if the policy says so (under the mutex)."""
+        if self._closing:
+            return
         points = self._shard.info().points_count
         if not self._auto.due(self.unindexed_estimate(), points):
             return
