@@ -277,12 +277,15 @@ class AccessStats:
                 logger.warning("could not write the access statistics %s: %s", self._file, exc)
 
     def close(self) -> None:
-        """Flush and stop the timer."""
+        """Flush and stop the timer (a failed flush is logged: the store still closes)."""
         self._closed = True
         timer, self._timer = self._timer, None
         if timer is not None:
             timer.cancel()
-        self.flush()
+        try:
+            self.flush()
+        except OSError as exc:
+            logger.warning("could not write the access statistics %s: %s", self._file, exc)
 
 
 def _sync_dir(directory: Path) -> None:
