@@ -181,6 +181,8 @@ class Stamps:
         """The manifest's checksum of ``relative`` if the file has not changed since: same
         size and mtime, and an mtime older than the stamps by more than a timestamp's
         granularity (a file written in the same tick as its hashing is read again)."""
+        if is_metadata(relative):
+            return None  # small, and Edge may change them through a memory map
         known = self.manifest.files.get(relative)
         stamp = (stat.st_size, stat.st_mtime_ns)
         if known is None or self.files.get(relative) != stamp or known["size"] != stat.st_size:
@@ -217,9 +219,11 @@ def describe(
 ) -> Manifest:
     """The manifest of ``directory`` as it is on disk now (checksums of every file).
 
-    With ``unchanged`` (the stamps of the generation's last manifest), a file that has not
-    changed since keeps that manifest's checksum instead of being read again: a session that
-    wrote nothing (``agentmem stats``) reads only the files Edge rewrote, and a large file
+    With ``unchanged`` (the stamps of the generation's last manifest; only for a session
+    that wrote nothing since: Edge writes some files through memory maps, which need not move
+    their mtime), a data file that has not changed since keeps that manifest's checksum
+    instead of being read again: a session that wrote nothing (``agentmem stats``) reads
+    only the metadata and the files Edge rewrote at load, and a large file
     the session did not check at open (``preload=False``) keeps the checksum it was verified
     against, so damage to it is still found by the next full check.
     """

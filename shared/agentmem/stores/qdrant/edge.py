@@ -267,11 +267,11 @@ class QdrantEdgeStore(MemoryStoreEngine):
         self._manifest = current.as_open()
         manifests.write_manifest(self._path, self._manifest)
 
-    def _write_clean_manifest(self, counts: dict[str, int]) -> manifests.Manifest:
+    def _write_clean_manifest(self, counts: dict[str, int], wrote: bool) -> manifests.Manifest:
         """Describe the flushed (or closed) live generation: files, checksums, counts."""
-        # Described anew: loading a shard may rewrite files (Edge replays its WAL); files
-        # unchanged since the last manifest keep their checksums.
-        stamps = self._stamps
+        # Described anew: loading a shard may rewrite files (Edge replays its WAL); after a
+        # session that wrote nothing, data files unchanged since keep their checksums.
+        stamps = None if wrote else self._stamps
         taken = time.time_ns()
         manifest = manifests.describe(
             self._path, self._shard_dir, counts, "clean", unchanged=stamps
@@ -329,8 +329,8 @@ class QdrantEdgeStore(MemoryStoreEngine):
             self._check_open()
             self._access.flush()
             self._shard.flush()
-            self._unflushed = False
-            self._write_clean_manifest(count_spaces(self._shard))
+            wrote, self._unflushed = self._unflushed, False
+            self._write_clean_manifest(count_spaces(self._shard), wrote)
 
     def backup_to(self, dest: str | os.PathLike[str]) -> tuple[manifests.Manifest, int]:
         """Copy the live generation, flushed, with its manifest, to the new directory
@@ -346,8 +346,8 @@ class QdrantEdgeStore(MemoryStoreEngine):
             self._check_open()
             self._access.flush()
             self._shard.flush()
-            self._unflushed = False
-            manifest = self._write_clean_manifest(count_spaces(self._shard))
+            wrote, self._unflushed = self._unflushed, False
+            manifest = self._write_clean_manifest(count_spaces(self._shard), wrote)
             source, root = self._shard_dir, self._path
 
             def skip(path: Path) -> bool:  # the root's own files, and other generations
@@ -393,7 +393,7 @@ class QdrantEdgeStore(MemoryStoreEngine):
                 counts = count_spaces(self._shard)
                 self._shard.close()
                 try:
-                    self._write_clean_manifest(counts)
+                    self._write_clean_manifest(counts, self._unflushed)
                 except OSError as exc:  # the store is sound; the next open probes it first
                     logger.warning("could not write the manifest of %s: %s", self._path, exc)
         finally:
