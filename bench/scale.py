@@ -18,6 +18,16 @@ text), so the numbers are the store's. It has no cache, so each timed recall inc
 embedding its query: the goal is stated with the query embedding cached, and this is slightly
 stricter. The local model's throughput is ``bench/embeddings.py``'s subject.
 
+With ``--flatness`` (``--flat-size 100000``, ``--flat-store DIR`` to reuse a store built
+before, ``--local-queries N`` for qdrant-client's local mode beside it): one store holds a
+big user (``--flat-size`` memories), a small one (1,000) and 98 others (100 each), bulk-loaded
+with no index. A copy is opened (its index rebuild starts) and closed at once, reopened, and
+both users recall in turns at once (``reopened``), then again once the index is built
+(``indexed``); reported: each user's p50 and the big one's over the small one's, in one run.
+The issue's goals: ``indexed big/small`` <= 1.3, ``reopened big/small`` <= 2.0, local mode
+>= 10x the big user's recall. The stored format stays readable by earlier code, so the same
+store serves a run of the code before (its ``PYTHONPATH``) and after.
+
 Reported per size and system: write throughput, time until the index is built (after the
 last write), the points still searched without the HNSW index (exactly) when the queries
 run (``unindexed``), hybrid recall p50/p95 (top 10), ``build_context`` p50/p95 (2,000 tokens),
@@ -178,6 +188,120 @@ def run_one(system: str, size: int, queries: int) -> dict[str, Any]:
     }
 
 
+# -- flatness: a big and a small user in one store --------------------------------------
+
+BIG, SMALL = "big", "small"
+
+
+def build_flat(root: Path, big: int) -> None:
+    """A bulk-loaded store at ``root``: ``big`` memories of user ``big``, 1,000 of ``small``
+    and 100 of each of 98 others, written with no index (``AutoIndex(enabled=False)``) and
+    closed: what an import leaves before the store indexes it by itself."""
+    from agentmem.long_term import LongTermMemory
+    from agentmem.stores.qdrant.edge import AutoIndex, QdrantEdgeStore
+
+    store = QdrantEdgeStore(root, dimension=DIM, auto_index=AutoIndex(enabled=False))
+    users = [(BIG, big), (SMALL, 1_000)] + [(f"other{u:02d}", OTHERS_EACH) for u in range(98)]
+    for user, n in users:
+        write(LongTermMemory(store=store, embedder=HashingEmbedder(), user_id=user), user, n)
+    store.close()
+
+
+def interleaved(memories: dict[str, Any], queries: int) -> dict[str, float]:
+    """Recall p50 (top 10, the access recorded as usual) of each user, their queries taken
+    in turns, and the big user's p50 over the small one's."""
+    times: dict[str, list[float]] = {user: [] for user in memories}
+    for q in range(queries):
+        for user, memory in memories.items():
+            t0 = time.perf_counter()
+            memory.retrieve_memories(f"what did I say about {TOPICS[q % 8]} detail {q}?", 10)
+            times[user].append((time.perf_counter() - t0) * 1000)
+    out = {f"{user} p50 ms": percentile(ms, 50) for user, ms in times.items()}
+    out[f"{BIG}/{SMALL}"] = out[f"{BIG} p50 ms"] / out[f"{SMALL} p50 ms"]
+    return out
+
+
+def flatness(source: Path, queries: int, work: Path, finish_at_close: float) -> dict[str, Any]:
+    """On a copy of the bulk-loaded store ``source``: open it (its index rebuild starts),
+    close it at once, reopen it and measure at once (``reopened``); then wait for the index
+    and measure again (``indexed``). Recalls run interleaved between the two users.
+
+    The first open's ``AutoIndex.finish_at_close`` is ``finish_at_close`` (a loaded machine
+    builds 110,000 points in more than its default); code without it drops the rebuild."""
+    import shutil
+
+    from agentmem.long_term import LongTermMemory
+    from agentmem.stores.qdrant.edge import AutoIndex, QdrantEdgeStore
+
+    path = work / "long_term"
+    shutil.copytree(source, path)
+    row: dict[str, Any] = {}
+    waits = "finish_at_close" in AutoIndex.__dataclass_fields__
+    auto = AutoIndex(finish_at_close=finish_at_close) if waits else AutoIndex()
+    row["close waits for the rebuild"] = waits
+    store = QdrantEdgeStore(path, dimension=DIM, auto_index=auto)
+    row["rebuilding at first open"] = store.indexing
+    t0 = time.perf_counter()
+    store.close()
+    row["close s"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    store = QdrantEdgeStore(path, dimension=DIM)
+    row["reopen s"] = time.perf_counter() - t0
+    row["unindexed at reopen"] = store.unindexed_estimate()
+    memories = {
+        user: LongTermMemory(store=store, embedder=HashingEmbedder(), user_id=user)
+        for user in (BIG, SMALL)
+    }
+    reopened = interleaved(memories, queries)
+    row.update({f"reopened {k}": v for k, v in reopened.items()})
+    t0 = time.perf_counter()
+    store.wait_for_index()
+    row["index wait s"] = time.perf_counter() - t0
+    indexed = interleaved(memories, queries)
+    row.update({f"indexed {k}": v for k, v in indexed.items()})
+    row["unindexed at end"] = store.unindexed_estimate()
+    store.close()
+    return row
+
+
+def local_recall(big: int, queries: int) -> float:
+    """Recall p50 of the big user on qdrant-client's local mode (no other users: it is
+    brute force either way)."""
+    memory = open_memory("qdrant-client local", Path("."), BIG)
+    write(memory, BIG, big)
+    times = []
+    for q in range(queries):
+        t0 = time.perf_counter()
+        memory.retrieve_memories(f"what did I say about {TOPICS[q % 8]} detail {q}?", 10)
+        times.append((time.perf_counter() - t0) * 1000)
+    memory.close()
+    return percentile(times, 50)
+
+
+def main_flatness(args: argparse.Namespace) -> int:
+    """``--flatness``: build (or reuse) the store, measure, print, write JSON."""
+    source = Path(args.flat_store) if args.flat_store else None
+    with tempfile.TemporaryDirectory() as tmp:
+        if source is None or not (source / "edge_config.json").exists():
+            source = source or Path(tmp) / "source"
+            log(f"building {source}: {args.flat_size:,} + 1,000 + 98 x 100 memories ...")
+            build_flat(source, args.flat_size)
+        row: dict[str, Any] = {"big": args.flat_size, "queries": args.queries}
+        log("flatness: open, close at once, reopen, recall; wait for the index, recall ...")
+        work = Path(tmp) / "work"
+        work.mkdir()
+        row.update(flatness(source, args.queries, work, args.finish_at_close))
+        if args.local_queries:
+            log(f"qdrant-client local mode, {args.flat_size:,} memories ...")
+            local = local_recall(args.flat_size, args.local_queries)
+            row["local p50 ms"] = local
+            row["local / edge big (indexed)"] = local / row[f"indexed {BIG} p50 ms"]
+    for key, value in row.items():
+        print(f"{key:32} {value:.3f}" if isinstance(value, float) else f"{key:32} {value}")
+    write_json(args.out, {"environment": environment(), "flatness": row})
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; print the table; write JSON."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -185,8 +309,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline-sizes", default="10000,100000")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--out", default="bench/results/scale.json")
+    parser.add_argument("--flatness", action="store_true", help="the big/small user ratios")
+    parser.add_argument("--flat-size", type=int, default=100_000)
+    parser.add_argument("--flat-store", help="a store built by --flatness before (reused)")
+    parser.add_argument("--local-queries", type=int, default=0)
+    parser.add_argument("--finish-at-close", type=float, default=900.0)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    if args.flatness:
+        return main_flatness(args)
     baseline = set(parse_sizes(args.baseline_sizes))
     rows: list[dict[str, Any]] = []
     for size in parse_sizes(args.sizes):

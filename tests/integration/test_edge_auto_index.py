@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agentmem.errors import StoreCorruptedError
+from agentmem.errors import ConfigurationError, StoreCorruptedError
 from agentmem.long_term.records import MemoryRecord, RecordFilter, Scope
 from agentmem.long_term.store import SparseVector
 from agentmem.stores.qdrant.edge import AutoIndex, QdrantEdgeStore
@@ -116,6 +116,41 @@ def test_close_during_a_rebuild_loses_nothing(tmp_path: Path) -> None:
     live = (tmp_path / "CURRENT").read_text() if (tmp_path / "CURRENT").exists() else None
     gens = sorted(p.name for p in tmp_path.glob("gen-*"))
     assert gens == ([live] if live else [])
+
+
+def test_a_close_during_a_rebuild_keeps_its_index_for_the_next_open(tmp_path: Path) -> None:
+    store = QdrantEdgeStore(tmp_path, dimension=DIM, auto_index=LOW)
+    write(store, 2_000, "m")
+    wait_until(lambda: store.indexing)
+    generation = (tmp_path / "CURRENT").read_text() if (tmp_path / "CURRENT").exists() else ""
+    store.close()  # waits for the rebuild (AutoIndex.finish_at_close)
+    assert (tmp_path / "CURRENT").read_text() != generation
+    with QdrantEdgeStore(tmp_path, dimension=DIM, auto_index=LOW) as again:
+        # Searched with the index built before the close: nothing to redo.
+        assert again.unindexed_estimate() < LOW.min_unindexed
+        assert not again.indexing
+        assert again.count(ALICE) == 2_000
+
+
+def test_a_close_that_does_not_wait_drops_the_rebuild_and_the_next_open_redoes_it(
+    tmp_path: Path,
+) -> None:
+    hurried = AutoIndex(min_unindexed=1_500, check_every=250, finish_at_close=0)
+    store = QdrantEdgeStore(tmp_path, dimension=DIM, auto_index=hurried)
+    write(store, 2_000, "m")
+    wait_until(lambda: store.indexing)
+    store.close()
+    assert not (tmp_path / "CURRENT").exists()
+    with QdrantEdgeStore(tmp_path, dimension=DIM, auto_index=LOW) as again:
+        assert again.indexing  # the index work was lost: rebuilt from scratch
+        again.wait_for_index(240)
+        assert again.unindexed_estimate() < LOW.min_unindexed
+
+
+@pytest.mark.parametrize("wait", [-1, float("nan"), True, "10"])
+def test_finish_at_close_must_be_seconds(wait: object) -> None:
+    with pytest.raises(ConfigurationError, match="finish_at_close"):
+        AutoIndex(finish_at_close=wait)  # type: ignore[arg-type]
 
 
 def test_kill_during_a_rebuild_loses_nothing(tmp_path: Path) -> None:

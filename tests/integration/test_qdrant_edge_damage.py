@@ -12,6 +12,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,6 +21,7 @@ import pytest
 from agentmem.errors import StoreCorruptedError, StoreError
 from agentmem.long_term.records import MemoryRecord, RecordFilter, Scope
 from agentmem.long_term.store import SparseVector
+from agentmem.stores.qdrant._edge_manifest import is_metadata
 from agentmem.stores.qdrant.edge import LOCK_FILE, QdrantEdgeStore
 
 pytestmark = pytest.mark.integration
@@ -161,3 +163,26 @@ def test_sound_stores_still_open(pristine: Path, tmp_path: Path) -> None:
 def test_corrupted_is_a_store_error() -> None:
     assert issubclass(StoreCorruptedError, StoreError)
     assert issubclass(StoreCorruptedError, RuntimeError)
+
+
+def test_a_counting_session_does_not_vouch_for_files_it_did_not_check(
+    pristine: Path, tmp_path: Path
+) -> None:
+    # A session that preloads nothing checks the large files by size only; its close must
+    # not describe them anew (that would vouch for damage it never read): the next full
+    # check still finds it. Such a close reads only the files Edge rewrote.
+    path = copy_of(pristine, tmp_path / "long_term")
+    time.sleep(2.5)  # older than a timestamp's granularity: the manifest's checksums hold
+    data = max(
+        (p for p in path.rglob("*") if p.is_file() and not is_metadata(str(p.relative_to(path)))),
+        key=lambda p: len(p.read_bytes().strip(b"\0")),
+    )
+    raw = bytearray(data.read_bytes())
+    where = next(i for i, byte in enumerate(raw) if byte)
+    raw[where] ^= 0xFF
+    stat = data.stat()
+    data.write_bytes(bytes(raw))
+    os.utime(data, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # as bit rot leaves it
+    QdrantEdgeStore(path, dimension=3, preload=False).close()
+    with pytest.raises(StoreCorruptedError, match="altered"):
+        QdrantEdgeStore(path, dimension=3)

@@ -344,7 +344,15 @@ class MemoryStoreEngine(ClosesOnExit, ABC):
                 made[key] = pt.make_patch(template, fields)
             patches.append(made[key]._replace(id=memory_id))
         if patches:
-            yield from self._set_payload(patches, where)
+            yield from self._write_accesses(scope, patches, where)
+
+    def _write_accesses(
+        self, scope: Scope, patches: list[pt.Patch], where: tuple[pt.Condition, ...]
+    ) -> Program[None]:
+        """The conditional write of :meth:`set_fields_each` (``where``: ``scope``'s
+        conditions); the Edge store keeps access statistics beside its points instead (a
+        backend may override this step)."""
+        yield from self._set_payload(patches, where)
 
     @_operation
     def search(

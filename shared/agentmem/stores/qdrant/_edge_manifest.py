@@ -44,6 +44,7 @@ import contextlib
 import hashlib
 import json
 import os
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,9 +55,11 @@ from agentmem.errors import StoreCorruptedError
 __all__ = [
     "MANIFEST_FILE",
     "Manifest",
+    "Stamps",
     "block_digest",
     "generation_files",
     "read_manifest",
+    "stamp",
     "verify",
     "write_manifest",
 ]
@@ -164,15 +167,79 @@ def generation_files(root: Path, directory: Path) -> list[str]:
     return sorted(out)
 
 
-def describe(root: Path, directory: Path, points: Mapping[str, int], state: State) -> Manifest:
-    """The manifest of ``directory`` as it is on disk now (checksums of every file)."""
+@dataclass(frozen=True)
+class Stamps:
+    """Size and mtime of a generation's files, taken at ``taken_ns`` (before their checksums
+    were verified or computed for ``manifest``). Only Edge writes these files, and every
+    write it makes moves the mtime (as ``git status`` trusts it)."""
+
+    manifest: Manifest
+    taken_ns: int
+    files: Mapping[str, tuple[int, int]]
+
+    def checksum(self, relative: str, stat: os.stat_result) -> str | None:
+        """The manifest's checksum of ``relative`` if the file has not changed since: same
+        size and mtime, and an mtime older than the stamps by more than a timestamp's
+        granularity (a file written in the same tick as its hashing is read again)."""
+        if is_metadata(relative):
+            return None  # small, and Edge may change them through a memory map
+        known = self.manifest.files.get(relative)
+        stamp = (stat.st_size, stat.st_mtime_ns)
+        if known is None or self.files.get(relative) != stamp or known["size"] != stat.st_size:
+            return None
+        if stat.st_mtime_ns >= self.taken_ns - _RACY_NS:
+            return None
+        checksum = known.get("sha256")
+        return checksum if isinstance(checksum, str) else None
+
+
+_RACY_NS = 2_000_000_000
+
+
+def stamp(root: Path, manifest: Manifest, *, taken_ns: int | None = None) -> Stamps:
+    """The :class:`Stamps` of ``manifest``'s generation: its files now, as of ``taken_ns``
+    (default: now), the time its checksums were taken or checked from."""
+    taken = time.time_ns() if taken_ns is None else taken_ns
+    directory = generation_dir(root, manifest.generation)
+    files: dict[str, tuple[int, int]] = {}
+    for relative in manifest.files:
+        with contextlib.suppress(OSError):
+            st = (directory / relative).stat()
+            files[relative] = (st.st_size, st.st_mtime_ns)
+    return Stamps(manifest, taken, files)
+
+
+def describe(
+    root: Path,
+    directory: Path,
+    points: Mapping[str, int],
+    state: State,
+    *,
+    unchanged: Stamps | None = None,
+) -> Manifest:
+    """The manifest of ``directory`` as it is on disk now (checksums of every file).
+
+    With ``unchanged`` (the stamps of the generation's last manifest; only for a session
+    that wrote nothing since: Edge writes some files through memory maps, which need not move
+    their mtime), a data file that has not changed since keeps that manifest's checksum
+    instead of being read again: a session that wrote nothing (``agentmem stats``) reads
+    only the metadata and the files Edge rewrote at load, and a large file
+    the session did not check at open (``preload=False``) keeps the checksum it was verified
+    against, so damage to it is still found by the next full check.
+    """
+    name = generation_name(root, directory)
+    if unchanged is not None and unchanged.manifest.generation != name:
+        unchanged = None
     files: dict[str, dict[str, Any]] = {}
     for relative in generation_files(root, directory):
         path = directory / relative
-        name = relative.rsplit("/", 1)[-1]
-        checksum = None if name in _REWRITTEN_AT_LOAD else block_digest(path)
-        files[relative] = {"size": path.stat().st_size, "sha256": checksum}
-    return Manifest(generation_name(root, directory), state, files, dict(points))
+        stat = path.stat()
+        checksum = None
+        if relative.rsplit("/", 1)[-1] not in _REWRITTEN_AT_LOAD:
+            known = None if unchanged is None else unchanged.checksum(relative, stat)
+            checksum = known or block_digest(path)
+        files[relative] = {"size": stat.st_size, "sha256": checksum}
+    return Manifest(name, state, files, dict(points))
 
 
 def _body(manifest: Manifest) -> dict[str, Any]:

@@ -72,10 +72,12 @@ from agentmem.errors import (
     StoreError,
     StoreLockedError,
 )
+from agentmem.long_term.records import Scope
 from agentmem.long_term.store import DENSE_VECTOR, SPARSE_VECTOR, SparseVector
 from agentmem.stores import points as pt
 from agentmem.stores.engine import MemoryStoreEngine
 from agentmem.stores.qdrant import _edge_manifest as manifests
+from agentmem.stores.qdrant._edge_access import AccessStats, ordered_by_access, split_access
 from agentmem.stores.qdrant._edge_files import (
     CONFIG_FILE,
     corrupted,
@@ -162,8 +164,10 @@ class QdrantEdgeStore(MemoryStoreEngine):
         self._unflushed = False  # a write since the last flush: close() flushes only then
         self._saved_index_state: tuple[str, int] | None = None  # as agentmem-index.json holds
         self._rebuild: threading.Thread | None = None
+        self._closing = False  # close() is waiting for a rebuild: start no other
         self._child: subprocess.Popen[bytes] | None = None
         self._manifest: manifests.Manifest | None = None  # as last written (or verified)
+        self._stamps: manifests.Stamps | None = None  # its files when it was checked
         self._path.mkdir(parents=True, exist_ok=True)
         self._lock_file = _lock(self._path)
         try:
@@ -175,6 +179,9 @@ class QdrantEdgeStore(MemoryStoreEngine):
                 raise corrupted(self._path, problem)
             expected = self._check_before_load()
             self._shard = self._open_shard()
+            self._access = AccessStats(
+                self._path, self._shard_dir, self._mutex, on_access=self._changing
+            )
             try:
                 if expected is not None:
                     manifests.check_points(self._path, expected, count_spaces(self._shard))
@@ -222,7 +229,9 @@ class QdrantEdgeStore(MemoryStoreEngine):
             return None
         name = manifests.generation_name(root, where)
         if manifest is not None and manifest.generation == name and manifest.state == "clean":
+            stamps = manifests.stamp(root, manifest)
             manifests.verify(root, manifest, data=self._preload)
+            self._stamps = stamps
             self._manifest = manifest
             return manifest
         if manifest is not None and manifest.generation == name:
@@ -258,12 +267,18 @@ class QdrantEdgeStore(MemoryStoreEngine):
         self._manifest = current.as_open()
         manifests.write_manifest(self._path, self._manifest)
 
-    def _write_clean_manifest(self, counts: dict[str, int]) -> manifests.Manifest:
+    def _write_clean_manifest(self, counts: dict[str, int], wrote: bool) -> manifests.Manifest:
         """Describe the flushed (or closed) live generation: files, checksums, counts."""
-        # Always described anew: loading a shard may rewrite files (Edge replays its WAL).
-        manifest = manifests.describe(self._path, self._shard_dir, counts, "clean")
+        # Described anew: loading a shard may rewrite files (Edge replays its WAL); after a
+        # session that wrote nothing, data files unchanged since keep their checksums.
+        stamps = None if wrote else self._stamps
+        taken = time.time_ns()
+        manifest = manifests.describe(
+            self._path, self._shard_dir, counts, "clean", unchanged=stamps
+        )
         manifests.write_manifest(self._path, manifest)
         self._manifest = manifest
+        self._stamps = manifests.stamp(self._path, manifest, taken_ns=taken)
         return manifest
 
     def _open_shard(self) -> qe.EdgeShard:
@@ -312,9 +327,10 @@ class QdrantEdgeStore(MemoryStoreEngine):
         the store's manifest (files, checksums, point counts)."""
         with self._mutex:
             self._check_open()
+            self._access.flush()
             self._shard.flush()
-            self._unflushed = False
-            self._write_clean_manifest(count_spaces(self._shard))
+            wrote, self._unflushed = self._unflushed, False
+            self._write_clean_manifest(count_spaces(self._shard), wrote)
 
     def backup_to(self, dest: str | os.PathLike[str]) -> tuple[manifests.Manifest, int]:
         """Copy the live generation, flushed, with its manifest, to the new directory
@@ -328,9 +344,10 @@ class QdrantEdgeStore(MemoryStoreEngine):
         target = Path(dest)
         with self._mutex:
             self._check_open()
+            self._access.flush()
             self._shard.flush()
-            self._unflushed = False
-            manifest = self._write_clean_manifest(count_spaces(self._shard))
+            wrote, self._unflushed = self._unflushed, False
+            manifest = self._write_clean_manifest(count_spaces(self._shard), wrote)
             source, root = self._shard_dir, self._path
 
             def skip(path: Path) -> bool:  # the root's own files, and other generations
@@ -357,8 +374,11 @@ class QdrantEdgeStore(MemoryStoreEngine):
         """Flush (when anything was written), close the shard and release the lock. Further
         use raises StoreClosedError.
 
-        A background index rebuild still running is stopped (its work is dropped; the live
-        shard is complete without it)."""
+        A background index rebuild still running is waited for, up to
+        :attr:`AutoIndex.finish_at_close` seconds, so that the next open searches with its
+        index; past that it is stopped (its work is dropped; the live shard is complete
+        without it)."""
+        self._finish_rebuild()
         with self._mutex:
             if self._closed:
                 return
@@ -367,12 +387,13 @@ class QdrantEdgeStore(MemoryStoreEngine):
                 self._child.kill()
         try:
             with self._mutex:
+                self._access.close()
                 if self._unflushed:  # a read-only session leaves the files as they were
                     self._shard.flush()
                 counts = count_spaces(self._shard)
                 self._shard.close()
                 try:
-                    self._write_clean_manifest(counts)
+                    self._write_clean_manifest(counts, self._unflushed)
                 except OSError as exc:  # the store is sound; the next open probes it first
                     logger.warning("could not write the manifest of %s: %s", self._path, exc)
         finally:
@@ -383,6 +404,32 @@ class QdrantEdgeStore(MemoryStoreEngine):
             if state != self._saved_index_state:
                 _write_moved(self._path, *state)
             _unlock(self._lock_file)
+
+    def _finish_rebuild(self) -> None:
+        """Let a rebuild in progress swap in (bounded by ``finish_at_close``); start none."""
+        with self._mutex:
+            if self._closed:
+                return
+            self._closing = True  # a finished rebuild starts no other
+            rebuild = self._rebuild
+        wait = self._auto.finish_at_close
+        if rebuild is None or not rebuild.is_alive() or rebuild is threading.current_thread():
+            return
+        if wait > 0:
+            logger.info(
+                "closing %s: waiting up to %.0f s for the index rebuild in progress "
+                "(AutoIndex.finish_at_close)",
+                self._path,
+                wait,
+            )
+            started = time.monotonic()
+            rebuild.join(wait)
+            logger.info(
+                "closing %s: the index rebuild %s after %.1f s",
+                self._path,
+                "is still running and is dropped" if rebuild.is_alive() else "finished",
+                time.monotonic() - started,
+            )
 
     def unindexed_estimate(self) -> int:
         """Points a search reads without the HNSW index (exactly), as far as the store can
@@ -447,6 +494,8 @@ class QdrantEdgeStore(MemoryStoreEngine):
 
     def _rebuild_if_due(self) -> None:
         """Start a background rebuild if the policy says so (under the mutex)."""
+        if self._closing:
+            return
         points = self._shard.info().points_count
         if not self._auto.due(self.unindexed_estimate(), points):
             return
@@ -512,9 +561,11 @@ class QdrantEdgeStore(MemoryStoreEngine):
                 tail, self._journal = [*batch, *(self._journal or [])], None
                 for op, args in tail:
                     _apply(new, op, args)  # each in Edge's WAL before it returns: durable
+                self._access.copy_to(target)
                 set_current_generation(self._path, target)
                 swapped = True
                 old, self._shard, self._shard_dir = self._shard, new, target
+                self._access.moved_to(target)
                 self._unflushed = True  # the replayed tail is in its WAL only
                 self._mark_open()
                 paused = time.monotonic() - paused_from
@@ -572,17 +623,35 @@ class QdrantEdgeStore(MemoryStoreEngine):
         yield from blocking(self._write, "set_payload", (patches, where), len(patches))
 
     def _write(self, op: str, args: tuple[Any, ...], points: int) -> None:
-        if not self._unflushed:  # the first write since a flush: the manifest no longer holds
+        self._changing()
+        _apply(self._shard, op, args)
+        self._access.mirror(op, args)
+        self._note_write(op, args, points)
+
+    def _changing(self) -> None:
+        """Before a change to the files (under the mutex)."""
+        if not self._unflushed:  # the first since a flush: the manifest no longer holds
             self._mark_open()
         self._unflushed = True
-        _apply(self._shard, op, args)
-        self._note_write(op, args, points)
+
+    def _write_accesses(
+        self, scope: Scope, patches: list[pt.Patch], where: tuple[pt.Condition, ...]
+    ) -> Program[None]:
+        # Beside the points (see agentmem.stores.qdrant._edge_access): a payload write
+        # would move each hit out of the HNSW index. Only memories still in scope count.
+        side, rest = split_access(patches)
+        if rest:
+            yield from self._set_payload(rest, where)
+        if side:
+            found = yield from self._retrieve([p.id for p in side])
+            current = {h.id: h.payload for h in found if pt.in_scope(h.payload, scope)}
+            yield from blocking(self._access.record, side, current)
 
     def _retrieve(self, ids: list[str]) -> Program[list[pt.Hit]]:
         rows = yield from blocking(
             self._shard.retrieve, list(ids), with_payload=True, with_vector=False
         )
-        return [pt.Hit(str(r.id), 0.0, dict(r.payload or {})) for r in rows]
+        return self._access.merge([pt.Hit(str(r.id), 0.0, dict(r.payload or {})) for r in rows])
 
     def _retrieve_dense(self, ids: list[str]) -> Program[list[tuple[pt.Hit, list[float]]]]:
         rows = yield from blocking(
@@ -594,21 +663,28 @@ class QdrantEdgeStore(MemoryStoreEngine):
             dense: Any = vectors.get(DENSE_VECTOR) if isinstance(vectors, dict) else None
             if isinstance(dense, list):  # a plain dense vector: Edge's list of floats
                 out.append((pt.Hit(str(r.id), 0.0, dict(r.payload or {})), dense))
+        self._access.merge([hit for hit, _ in out])
         return out
 
+    # Searches return ids and raw scores without payload: the one ranker
+    # (agentmem.long_term.ranking) boosts on the records it retrieves, which _retrieve and
+    # _retrieve_dense give with the access statistics laid over, so no in-store boost has
+    # to read them. A hit with a payload gets them too.
     def _query(self, spec: pt.QuerySpec) -> Program[list[pt.Hit]]:
         points = yield from blocking(self._shard.query, _query_request(spec))
-        return _hits(points)
+        return self._access.merge(_hits(points))
 
     def _query_batch(self, specs: list[pt.QuerySpec]) -> Program[list[list[pt.Hit]]]:
         if len(specs) == 1:
             return [(yield from self._query(specs[0]))]
         batch = qe.QueryBatchRequest([_query_request(spec) for spec in specs])
         found = yield from blocking(self._shard.query_batch, batch)
-        return [_hits(points) for points in found]
+        return [self._access.merge(_hits(points)) for points in found]
 
     def _scroll(self, spec: pt.ScrollSpec) -> Program[tuple[list[pt.Hit], str | None]]:
         order = spec.order
+        if order is not None and order.key == "last_accessed_ts" and self._access.active():
+            return (yield from ordered_by_access(self._scroll, spec))
         order_by = (
             None
             if order is None
@@ -624,7 +700,7 @@ class QdrantEdgeStore(MemoryStoreEngine):
         )
         rows, nxt = yield from blocking(self._shard.scroll, request)
         hits = [pt.Hit(str(r.id), float(r.order_value or 0.0), dict(r.payload or {})) for r in rows]
-        return hits, None if nxt is None else str(nxt)
+        return self._access.merge(hits), None if nxt is None else str(nxt)
 
     def _count(self, conds: tuple[pt.Condition, ...]) -> Program[int]:
         request = qe.CountRequest(exact=True, filter=_filter(conds))
