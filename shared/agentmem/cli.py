@@ -15,6 +15,7 @@ Commands (each honours ``--home`` / ``AGENTMEM_HOME``)::
     agentmem backup DEST                  a verified copy of the home (a new directory)
     agentmem restore SRC [--force]        a backup into the home, verified first
     agentmem repair [--accept-loss]       check the home; keep what can be read
+    agentmem reembed [--model DIR]        re-embed every memory with a new model (resumable)
 
 Output: results go to stdout. stderr carries only
 
@@ -39,9 +40,9 @@ A home another process holds (the embedded stores allow one process at a time) i
 with what to stop, or the server settings (``AGENTMEM_QDRANT_URL``, ``AGENTMEM_REDIS_URL``)
 that let several processes share memories.
 
-Only ``demo``, ``ingest``, ``search``, ``context``, ``export --vectors`` and an ``import`` of
-records without vectors load the embedding model (torch); ``inspect`` loads it when one of
-its pages searches; the others never import it.
+Only ``demo``, ``ingest``, ``search``, ``context``, ``reembed``, ``export --vectors`` and an
+``import`` of records without vectors load the embedding model (torch); ``inspect`` loads it
+when one of its pages searches; the others never import it.
 """
 
 from __future__ import annotations
@@ -253,6 +254,9 @@ def _parser() -> argparse.ArgumentParser:
         "--allow-edits", action="store_true", help="allow forgetting, pinning, correcting"
     )
     _backup_commands(sub)
+    from agentmem._cli_reembed import register as register_reembed
+
+    register_reembed(sub, _deferred)
     return parser
 
 

@@ -52,6 +52,7 @@ from agentmem.errors import (
 )
 from agentmem.inspector.recent import RecentContexts
 from agentmem.llm import ChatModel
+from agentmem.long_term.embedder_record import bind_embedder
 from agentmem.long_term.memory import LongTermMemory
 from agentmem.long_term.ranking import RankingConfig
 from agentmem.long_term.store import MemoryStore
@@ -130,6 +131,7 @@ class MemoryService:
         check_store_dimension(
             embedder.dimension, memory_store.dimension, otherwise="another home / collection"
         )
+        bind_embedder(memory_store, embedder)  # EmbedderMismatchError: another model's vectors
         self.sessions = sessions
         self.memory_store = memory_store
         self.embedder = embedder
@@ -199,6 +201,8 @@ class MemoryService:
         Raises:
             StoreLockedError: Another process holds the embedded stores of ``home``.
             DimensionMismatchError: The store holds vectors of another size.
+            EmbedderMismatchError: Another model of that size made the store's vectors, or
+                a re-embedding (``agentmem reembed``) is unfinished.
         """
         from agentmem.embeddings import default_embedder
 

@@ -1,0 +1,111 @@
+"""``agentmem reembed``: re-embed every memory of the home with a new model (private).
+
+See :mod:`agentmem.long_term.reembed` for what it does and why it is safe to kill and run
+again. :func:`register` adds the command to the parser (one hook in the parser's module);
+:func:`reembed_command` runs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from agentmem._cli_progress import ProgressBar
+    from agentmem.embeddings.base import Embedder
+    from agentmem.long_term.reembed import ReembedReport
+
+__all__ = ["reembed_command", "register"]
+
+HELP = "re-embed every memory with a new embedding model (resumable)"
+EPILOG = """\
+Run it after changing the embedding model: a home records which model made its vectors
+and refuses another one of the same size. Without --model it re-embeds with the default
+model (all-MiniLM-L6-v2). The run can be interrupted (Ctrl-C, a crash, kill -9) at any
+point: run the same command again and it finishes where it stopped. Until it has finished,
+the home refuses to open with either model.
+"""
+
+
+def register(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    deferred: Callable[[str, str], Callable[[argparse.Namespace, TextIO, TextIO], int]],
+) -> None:
+    """Add ``reembed`` to the command line's subcommands (``deferred`` imports this module
+    only when the command runs)."""
+    parser = sub.add_parser(
+        "reembed",
+        help=HELP,
+        description=HELP,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.set_defaults(func=deferred("agentmem._cli_reembed", "reembed_command"))
+    parser.add_argument(
+        "--home", default=argparse.SUPPRESS, help="data directory (as before the command)"
+    )
+    parser.add_argument(
+        "--model",
+        help="a local sentence-transformers model directory (default: the packaged "
+        "all-MiniLM-L6-v2); its weights' sha256 is recorded with the vectors",
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        default=64,
+        help="memories embedded and saved per step (default: %(default)s)",
+    )
+
+
+def _embedder(args: argparse.Namespace, err: TextIO) -> Embedder:
+    """The new model, loaded (uncached: see :mod:`agentmem.long_term.reembed`)."""
+    from agentmem._cli_progress import TransientStatus
+    from agentmem.embeddings.local import SentenceTransformerEmbedder
+
+    if args.model is None:
+        embedder = SentenceTransformerEmbedder()
+    else:
+        embedder = SentenceTransformerEmbedder(args.model, verify_sha256=False)
+    with TransientStatus(f"loading the embedding model ({embedder.model_name})", stream=err):
+        embedder.load()
+    return embedder
+
+
+def reembed_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Re-embed the home's memories (see the module docstring); 0 when done."""
+    from agentmem._cli_common import check_home, check_positive, resolve_config
+    from agentmem._cli_progress import ProgressBar
+    from agentmem.backends import acquire_memory_store
+    from agentmem.long_term.reembed import reembed
+
+    check_positive(args.batch_size, "--batch-size")
+    config = resolve_config(args)
+    check_home(config)
+    embedder = _embedder(args, err)
+    lease = acquire_memory_store(config, dimension=embedder.dimension)
+    bar: list[ProgressBar] = []
+
+    def progress(done: int, total: int) -> None:
+        if not bar:
+            bar.append(ProgressBar(total, label="reembed", unit="memories", stream=err))
+            bar[0].advance(done)
+            return
+        bar[0].advance(done - bar[0].done)
+
+    try:
+        report = reembed(lease.value, embedder, batch_size=args.batch_size, on_progress=progress)
+    finally:
+        for b in bar:
+            b.close()
+        lease.release()
+    out.write(_summary(report) + "\n")
+    return 0
+
+
+def _summary(report: ReembedReport) -> str:
+    target = report.target.describe()
+    if report.total == 0 and not report.resumed and report.source == report.target:
+        return f"nothing to do: the memories are already embedded with {target}"
+    finished = " (finished an interrupted run)" if report.resumed else ""
+    return f"re-embedded {report.total} memories with {target}{finished}"
