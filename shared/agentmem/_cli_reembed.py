@@ -1,14 +1,13 @@
 """``agentmem reembed``: re-embed every memory of the home with a new model (private).
 
 See :mod:`agentmem.long_term.reembed` for what it does and why it is safe to kill and run
-again. :func:`register` adds the command to the parser (one hook in the parser's module);
-:func:`reembed_command` runs it.
+again. The parser's module declares the command (``_reembed_command``) and imports this
+module only when it runs.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
@@ -16,46 +15,7 @@ if TYPE_CHECKING:
     from agentmem.embeddings.base import Embedder
     from agentmem.long_term.reembed import ReembedReport
 
-__all__ = ["reembed_command", "register"]
-
-HELP = "re-embed every memory with a new embedding model (resumable)"
-EPILOG = """\
-Run it after changing the embedding model: a home records which model made its vectors
-and refuses another one of the same size. Without --model it re-embeds with the default
-model (all-MiniLM-L6-v2). The run can be interrupted (Ctrl-C, a crash, kill -9) at any
-point: run the same command again and it finishes where it stopped. Until it has finished,
-the home refuses to open with either model.
-"""
-
-
-def register(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser],
-    deferred: Callable[[str, str], Callable[[argparse.Namespace, TextIO, TextIO], int]],
-) -> None:
-    """Add ``reembed`` to the command line's subcommands (``deferred`` imports this module
-    only when the command runs)."""
-    parser = sub.add_parser(
-        "reembed",
-        help=HELP,
-        description=HELP,
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.set_defaults(func=deferred("agentmem._cli_reembed", "reembed_command"))
-    parser.add_argument(
-        "--home", default=argparse.SUPPRESS, help="data directory (as before the command)"
-    )
-    parser.add_argument(
-        "--model",
-        help="a local sentence-transformers model directory (default: the packaged "
-        "all-MiniLM-L6-v2); its weights' sha256 is recorded with the vectors",
-    )
-    parser.add_argument(
-        "--batch-size",
-        type=int,
-        default=64,
-        help="memories embedded and saved per step (default: %(default)s)",
-    )
+__all__ = ["reembed_command"]
 
 
 def _embedder(args: argparse.Namespace, err: TextIO) -> Embedder:

@@ -254,9 +254,7 @@ def _parser() -> argparse.ArgumentParser:
         "--allow-edits", action="store_true", help="allow forgetting, pinning, correcting"
     )
     _backup_commands(sub)
-    from agentmem._cli_reembed import register as register_reembed
-
-    register_reembed(sub, _deferred)
+    _reembed_command(sub)
     return parser
 
 
@@ -279,6 +277,42 @@ def _backup_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     )
     for parser in (backup, restore, repair):
         parser.add_argument("--home", **here)  # type: ignore[arg-type]
+
+
+REEMBED_HELP = "re-embed every memory with a new embedding model (resumable)"
+REEMBED_EPILOG = """\
+Run it after changing the embedding model: a home records which model made its vectors
+and refuses another one of the same size. Without --model it re-embeds with the default
+model (all-MiniLM-L6-v2). The run can be interrupted (Ctrl-C, a crash, kill -9) at any
+point: run the same command again and it finishes where it stopped. Until it has finished,
+the home refuses to open with either model.
+"""
+
+
+def _reembed_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``reembed`` (agentmem._cli_reembed): no --user; --home also after the command."""
+    parser = sub.add_parser(
+        "reembed",
+        help=REEMBED_HELP,
+        description=REEMBED_HELP,
+        epilog=REEMBED_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.set_defaults(func=_deferred("agentmem._cli_reembed", "reembed_command"))
+    parser.add_argument(
+        "--home", default=argparse.SUPPRESS, help="data directory (as before the command)"
+    )
+    parser.add_argument(
+        "--model",
+        help="a local sentence-transformers model directory (default: the packaged "
+        "all-MiniLM-L6-v2); its weights' sha256 is recorded with the vectors",
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        default=64,
+        help="memories embedded and saved per step (default: %(default)s)",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
