@@ -168,7 +168,8 @@ def test_reembed_killed_mid_way_then_rerun_equals_an_uninterrupted_run(tmp_path:
     with pytest.raises(EmbedderMismatchError):
         LongTermMemory.open(user_id="alice", home=home, embedder=OTHER)
     again = _cli("reembed", "--home", str(home))
-    assert again.returncode == 0 and "nothing to do" in again.stdout
+    assert again.returncode == 0
+    assert "nothing to do" in again.stdout
 
 
 def test_reembed_with_another_dimension_is_refused_before_anything_changes(

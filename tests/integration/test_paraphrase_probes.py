@@ -105,9 +105,7 @@ UNRELATED = (
     "How does a blockchain reach consensus?",
 )
 
-PROBES = [(fact, question) for fact, question in FACTS.items()] + [
-    (said, question) for (said, _), question in TURNS.items()
-]
+PROBES = list(FACTS.items()) + [(said, question) for (said, _), question in TURNS.items()]
 
 
 @pytest.fixture(scope="module")

@@ -17,8 +17,8 @@ import pytest
 from agentmem.errors import EmbedderMismatchError
 from agentmem.long_term import LongTermMemory, RecordFilter
 from agentmem.long_term.embedder_record import read_record
-from agentmem.long_term.reembed import ReembedReport, areembed, reembed
 from agentmem.long_term.records import MemoryRecord, Scope
+from agentmem.long_term.reembed import ReembedReport, areembed, reembed
 from agentmem.long_term.store import MemoryStore
 from tests.conformance._async_face import _background_loop
 from tests.conformance.long_term.memory_store_backends import DIM, MemorySpec
@@ -92,7 +92,8 @@ def test_the_first_opener_is_adopted_and_another_model_refused(memory_store: Mem
     _memory(memory_store, HashingEmbedder(DIM, model_name="model-old"))  # the same model
     with pytest.raises(EmbedderMismatchError, match="model-old") as caught:
         _memory(memory_store, NEW)
-    assert caught.value.stored is not None and caught.value.stored["model"] == "model-old"
+    assert caught.value.stored is not None
+    assert caught.value.stored["model"] == "model-old"
     assert not caught.value.reembedding
 
 
@@ -136,7 +137,8 @@ def test_reembed_rewrites_every_vector_and_nothing_else(
         memory_spec, memory_store, NEW, batch_size=4, on_progress=lambda *p: seen.append(p)
     )
     assert (report.memories, report.total, report.resumed) == (len(TEXTS), len(TEXTS), False)
-    assert seen[0] == (0, len(TEXTS)) and seen[-1] == (len(TEXTS), len(TEXTS))
+    assert seen[0] == (0, len(TEXTS))
+    assert seen[-1] == (len(TEXTS), len(TEXTS))
     after = _snapshot(memory_store)
     assert after.keys() == before.keys()
     for memory_id, (record, vector) in after.items():
@@ -173,7 +175,9 @@ def test_an_interrupted_reembed_locks_both_models_out_and_resumes_exactly(
     with pytest.raises(EmbedderMismatchError, match="unfinished"):
         _reembed(memory_spec, memory_store, third)
     report = _reembed(memory_spec, memory_store, NEW, batch_size=4)
-    assert report.resumed and report.total == len(TEXTS) and report.memories == len(TEXTS) - 12
+    assert report.resumed
+    assert report.total == len(TEXTS)
+    assert report.memories == len(TEXTS) - 12
     for record, vector in _snapshot(memory_store).values():
         assert _close_to(vector, NEW.vector(record["content"]))
     assert _memory(memory_store, NEW).count_memories(ALL) == 11
