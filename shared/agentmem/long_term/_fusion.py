@@ -29,6 +29,7 @@ from agentmem.long_term.ranking import (
     above_floor,
     base_scores,
     boost_parts,
+    dense_clear_winner,
     order_hits,
 )
 from agentmem.long_term.records import MemoryRecord, RecordFilter, Scope
@@ -64,6 +65,7 @@ def fusion_plan(
         first += (ScoreRequest("sparse", candidates),)
     answers: list[dict[str, float]] = yield first
     dense, sparse = answers[0], answers[1] if has_sparse else {}
+    winner = dense_clear_winner(dense)  # the floor keeps it (before fills add scores)
     pool = list(dict.fromkeys([*dense, *sparse]))
     if not pool:
         return []
@@ -108,7 +110,9 @@ def fusion_plan(
     base = base_scores(dense, sparse, config.dense_weight)
     best = max(base.values())
     kept = [
-        i for i in pool if above_floor(config, base[i], best, dense.get(i, 0.0), sparse.get(i, 0.0))
+        i
+        for i in pool
+        if i == winner or above_floor(config, base[i], best, dense.get(i, 0.0), sparse.get(i, 0.0))
     ]
     kept.sort(key=lambda i: (-(base[i] + temporal[i]), i))
     chosen = tuple(kept[:fetch])
