@@ -179,3 +179,18 @@ def test_reembed_with_another_dimension_is_refused_before_anything_changes(
     result = _cli("reembed", "--home", str(tmp_path))
     assert result.returncode == 1
     assert "16-dimensional" in result.stderr or "dimension" in result.stderr, result.stderr
+
+
+def test_a_backup_carries_the_identity_to_the_restored_home(tmp_path: Path) -> None:
+    home, backup, restored = tmp_path / "home", tmp_path / "backup", tmp_path / "restored"
+    _fill(home, OTHER, copies=1)
+    assert _cli("--home", str(home), "backup", str(backup)).returncode == 0
+    result = _cli("--home", str(restored), "restore", str(backup))
+    assert result.returncode == 0, result.stderr
+    with pytest.raises(EmbedderMismatchError, match="hashing-384"):
+        LongTermMemory.open(user_id="alice", home=restored, embedder=default_embedder())
+    memory = LongTermMemory.open(user_id="alice", home=restored, embedder=OTHER)
+    try:
+        assert memory.count_memories() == len(FACTS)
+    finally:
+        memory.close()
