@@ -184,7 +184,9 @@ def test_reembed_with_another_dimension_is_refused_before_anything_changes(
 def test_a_backup_carries_the_identity_to_the_restored_home(tmp_path: Path) -> None:
     home, backup, restored = tmp_path / "home", tmp_path / "backup", tmp_path / "restored"
     _fill(home, OTHER, copies=1)
-    assert _cli("--home", str(home), "backup", str(backup)).returncode == 0
+    MemoryService.open(home, embedder=OTHER).close()  # a whole home: the sessions too
+    made = _cli("--home", str(home), "backup", str(backup))
+    assert made.returncode == 0, made.stderr
     result = _cli("--home", str(restored), "restore", str(backup))
     assert result.returncode == 0, result.stderr
     with pytest.raises(EmbedderMismatchError, match="hashing-384"):
