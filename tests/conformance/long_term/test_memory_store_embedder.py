@@ -64,7 +64,7 @@ def _fill(store: MemoryStore) -> None:
         )
     # A superseded memory is re-embedded too (history included).
     ann = _memory(store, OLD)
-    first = ann.all_records()[0]
+    first = min(ann.all_records(), key=lambda r: r.content)  # note 0, never the probed note 3
     ann.update_fields([first.id], {"valid_to": first.created_at})
 
 
