@@ -10,6 +10,8 @@ also from the builtin it refines, so ``except ValueError`` keeps working::
     │   ├── DimensionMismatchError            embedder dimension differs from the collection's
     │   ├── ReadOnlySettingError (AttributeError)
     │   │                                     a setting fixed at open was assigned
+    │   ├── EmbedderMismatchError             another embedding model (same dimension) made
+    │   │                                     the store's vectors, or a re-embed is unfinished
     │   ├── TokenizerUnavailableError (RuntimeError)
     │   │                                     no tiktoken encoding could be loaded
     │   └── ContextBudgetError                what a prompt must send (system prompt, tools,
@@ -50,6 +52,7 @@ __all__ = [
     "ConfigurationError",
     "ContextBudgetError",
     "DimensionMismatchError",
+    "EmbedderMismatchError",
     "InvalidMessageError",
     "InvalidSessionIdError",
     "InvalidValueError",
@@ -114,6 +117,45 @@ class ReadOnlySettingError(ConfigurationError, AttributeError):
         ... )
         (True, True)
     """
+
+
+class EmbedderMismatchError(ConfigurationError):
+    """The store's vectors were made by another embedding model than the one given, though
+    of the same dimension (its vectors would fit, and silently mean nothing), or a
+    re-embedding (``agentmem reembed``) was started and has not finished.
+
+    A store records the identity of the embedder that made its vectors: the model name, the
+    dimension and, for local models, a fingerprint (sha256) of the weights. A store written
+    before agentmem recorded it adopts the identity of its first opener. To move a store to
+    another model of the same dimension, re-embed it: ``agentmem reembed`` or
+    :func:`agentmem.long_term.reembed.reembed`.
+
+    Attributes:
+        stored: The identity the store records (a dict: ``model``, ``dimension``,
+            ``fingerprint``).
+        given: The identity of the embedder it was opened with.
+        reembedding: Whether a re-embedding to ``given`` (or another model) is unfinished.
+
+    Example:
+        >>> from agentmem.errors import DimensionMismatchError, EmbedderMismatchError
+        >>> issubclass(EmbedderMismatchError, DimensionMismatchError)
+        False
+        >>> issubclass(EmbedderMismatchError, ValueError)
+        True
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        stored: dict[str, object] | None = None,
+        given: dict[str, object] | None = None,
+        reembedding: bool = False,
+    ) -> None:
+        super().__init__(message)
+        self.stored = stored
+        self.given = given
+        self.reembedding = reembedding
 
 
 class TokenizerUnavailableError(ConfigurationError, RuntimeError):

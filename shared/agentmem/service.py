@@ -61,6 +61,7 @@ from agentmem.errors import (
 )
 from agentmem.inspector.recent import RecentContexts
 from agentmem.llm import ChatModel
+from agentmem.long_term.embedder_record import bind_embedder
 from agentmem.long_term.memory import LongTermMemory
 from agentmem.long_term.ranking import RankingConfig
 from agentmem.long_term.store import MemoryStore
@@ -174,6 +175,7 @@ class MemoryService:
         check_store_dimension(
             embedder.dimension, memory_store.dimension, otherwise="another home / collection"
         )
+        bind_embedder(memory_store, embedder)  # EmbedderMismatchError: another model's vectors
         workers = settings.pop("workers", 1)
         max_pending = settings.pop("max_pending", 1024)
         self._max_handles = settings.pop("max_handles", 1024)
@@ -255,6 +257,8 @@ class MemoryService:
             ConfigurationError: A store URL is malformed or of an unknown scheme.
             StoreLockedError: Another process holds the embedded stores of ``home``.
             DimensionMismatchError: The store holds vectors of another size.
+            EmbedderMismatchError: Another model of that size made the store's vectors, or
+                a re-embedding (``agentmem reembed``) is unfinished.
 
         Example:
             >>> service = MemoryService.open(  # doctest: +SKIP

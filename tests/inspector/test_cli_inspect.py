@@ -15,6 +15,7 @@ import pytest
 
 from agentmem import MemoryService
 from agentmem.cli import main
+from agentmem.embeddings import ALL_MINILM_L6_V2
 from tests.fake_embedder import HashingEmbedder
 from tests.processes import run_python
 
@@ -23,7 +24,9 @@ pytestmark = pytest.mark.integration
 
 def _home(tmp_path: Path) -> Path:
     home = tmp_path / "home"
-    with MemoryService.open(home, embedder=HashingEmbedder(384)) as service:
+    # Stands in for the default model the command uses (its identity: the name), unloaded.
+    stand_in = HashingEmbedder(384, model_name=ALL_MINILM_L6_V2)
+    with MemoryService.open(home, embedder=stand_in) as service:
         service.long_term("alice").store_memory("Alice <b>likes</b> tea", "semantic")
     return home
 

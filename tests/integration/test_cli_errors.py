@@ -67,15 +67,21 @@ def tree(root: Path) -> set[str]:
     return {str(p.relative_to(root)) for p in root.rglob("*")} if root.exists() else set()
 
 
+def stand_in() -> HashingEmbedder:
+    """Stands in for the command line's default model without loading it: the same identity
+    (its name, no fingerprint), so the homes it writes open with the default model."""
+    return HashingEmbedder(384, model_name=ALL_MINILM_L6_V2)
+
+
 def vector(text: str) -> list[float]:
-    return HashingEmbedder(384).vector(text)
+    return stand_in().vector(text)
 
 
 @pytest.fixture(scope="module")
 def alice_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A home where alice has two memories (384-d vectors, no model needed)."""
     home = tmp_path_factory.mktemp("alice") / "home"
-    memory = LongTermMemory.open(user_id="alice", home=home, embedder=HashingEmbedder(384))
+    memory = LongTermMemory.open(user_id="alice", home=home, embedder=stand_in())
     memory.store_memory("Alice indents Python with tabs", "semantic", subtype="preference")
     memory.store_memory("Alice's cat is called Miso", "semantic", subtype="fact")
     memory.close()
@@ -83,7 +89,7 @@ def alice_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def count_memories(home: Path, user: str) -> int:
-    memory = LongTermMemory.open(user_id=user, home=home, embedder=HashingEmbedder(384))
+    memory = LongTermMemory.open(user_id=user, home=home, embedder=stand_in())
     try:
         return len(memory.all_records())
     finally:
@@ -405,7 +411,7 @@ def test_importing_another_users_export_gives_new_ids_and_repeats_idempotently(
     for user in ("alice", "bob", "bob"):  # bob twice: the second import replaces the first
         run = agentmem(tmp_path, "import", str(dump), "--user", user, home=home)
         assert run.code == 0, run.stderr
-    memory = LongTermMemory.open(user_id="bob", home=home, embedder=HashingEmbedder(384))
+    memory = LongTermMemory.open(user_id="bob", home=home, embedder=stand_in())
     try:
         bob = memory.all_records()
     finally:

@@ -76,8 +76,9 @@ def test_a_home_held_by_another_process_gets_advice_for_the_command_line(
         import sys
         from agentmem import LongTermMemory
         from tests.fake_embedder import HashingEmbedder
+        from agentmem.embeddings import ALL_MINILM_L6_V2
         memory = LongTermMemory.open(user_id="alice", home={str(alice_home)!r},
-                                     embedder=HashingEmbedder(384))
+                                     embedder=HashingEmbedder(384, model_name=ALL_MINILM_L6_V2))
         print("holding", flush=True)
         sys.stdin.read()
         memory.close()

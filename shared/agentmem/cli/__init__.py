@@ -16,6 +16,7 @@ Commands (each honours ``--home`` / ``AGENTMEM_HOME``, and ``--memory-url`` /
     agentmem backup DEST                  a verified copy of the home (a new directory)
     agentmem restore SRC [--force]        a backup into the home, verified first
     agentmem repair [--accept-loss]       check the home; keep what can be read
+    agentmem reembed [--model DIR]        re-embed every memory with a new model (resumable)
 
 Output: results go to stdout. stderr carries only
 
@@ -40,9 +41,9 @@ A home another process holds (the embedded stores allow one process at a time) i
 with what to stop, or the server settings (``AGENTMEM_MEMORY_URL``, ``AGENTMEM_SESSION_URL``)
 that let several processes share memories.
 
-Only ``demo``, ``ingest``, ``search``, ``context``, ``export --vectors`` and an ``import`` of
-records without vectors load the embedding model (torch); ``inspect`` loads it when one of
-its pages searches; the others never import it.
+Only ``demo``, ``ingest``, ``search``, ``context``, ``reembed``, ``export --vectors`` and an
+``import`` of records without vectors load the embedding model (torch); ``inspect`` loads it
+when one of its pages searches; the others never import it.
 """
 
 from __future__ import annotations
@@ -266,6 +267,7 @@ def _parser() -> argparse.ArgumentParser:
         "--allow-edits", action="store_true", help="allow forgetting, pinning, correcting"
     )
     _backup_commands(sub)
+    _reembed_command(sub)
     return parser
 
 
@@ -288,6 +290,42 @@ def _backup_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     )
     for parser in (backup, restore, repair):
         parser.add_argument("--home", **here)  # type: ignore[arg-type]
+
+
+REEMBED_HELP = "re-embed every memory with a new embedding model (resumable)"
+REEMBED_EPILOG = """\
+Run it after changing the embedding model: a home records which model made its vectors
+and refuses another one of the same size. Without --model it re-embeds with the default
+model (all-MiniLM-L6-v2). The run can be interrupted (Ctrl-C, a crash, kill -9) at any
+point: run the same command again and it finishes where it stopped. Until it has finished,
+the home refuses to open with either model.
+"""
+
+
+def _reembed_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``reembed`` (agentmem.cli.reembed): no --user; --home also after the command."""
+    parser = sub.add_parser(
+        "reembed",
+        help=REEMBED_HELP,
+        description=REEMBED_HELP,
+        epilog=REEMBED_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.set_defaults(func=_deferred("agentmem.cli.reembed", "reembed_command"))
+    parser.add_argument(
+        "--home", default=argparse.SUPPRESS, help="data directory (as before the command)"
+    )
+    parser.add_argument(
+        "--model",
+        help="a local sentence-transformers model directory (default: the packaged "
+        "all-MiniLM-L6-v2); its weights' sha256 is recorded with the vectors",
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        default=64,
+        help="memories embedded and saved per step (default: %(default)s)",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

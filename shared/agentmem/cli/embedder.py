@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
-from agentmem.embeddings.local import ALL_MINILM_L6_V2
+from agentmem.embeddings.local import ALL_MINILM_L6_V2, ALL_MINILM_L6_V2_SHA256
 from agentmem.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -47,6 +47,7 @@ class DeferredEmbedder:
     """
 
     model_name = ALL_MINILM_L6_V2
+    weights_sha256 = ALL_MINILM_L6_V2_SHA256  # the default model's pinned weights
 
     def __init__(
         self,

@@ -256,6 +256,7 @@ class SentenceTransformerEmbedder:
         self.torch_threads = torch_threads
         self._expected = expected.lower() if verify_sha256 and expected else None
         self._model: Any = None
+        self._computed_sha256: str | None = None
         self._load_lock = threading.Lock()
         # The tokenizer is not safe to share across threads: the length check (caller's
         # thread) and the forward passes (worker thread) take turns.
@@ -289,6 +290,18 @@ class SentenceTransformerEmbedder:
                 sentence-transformers is not installed or cannot read the directory.
         """
         self._get_model()
+
+    @property
+    def weights_sha256(self) -> str | None:
+        """The sha256 of ``model.safetensors``: the pinned value when the weights are
+        verified at load, else computed once (``None`` without such a file). Part of the
+        embedder's identity that a store records (:mod:`agentmem.embeddings.identity`)."""
+        if self._expected is not None:
+            return self._expected
+        if self._computed_sha256 is None:
+            weights = self.path / _WEIGHTS
+            self._computed_sha256 = file_sha256(weights) if weights.is_file() else ""
+        return self._computed_sha256 or None
 
     def _get_model(self) -> Any:
         model = self._model

@@ -39,6 +39,7 @@ from agentmem.long_term._validate import (
     query_filter,
     with_changes,
 )
+from agentmem.long_term.embedder_record import bind_embedder
 from agentmem.long_term.expansion import EntityCounts, ExpansionConfig, expand
 from agentmem.long_term.links import link_records
 from agentmem.long_term.ranking import RankingConfig, SearchMode, ranking_plan
@@ -139,6 +140,7 @@ class LongTermMemory:
                 "created with, or a new store path / collection"
             )
             raise DimensionMismatchError(msg)
+        bind_embedder(store, embedder)  # EmbedderMismatchError: another model made them
         self.store = store
         self.embedder = embedder
         self.sparse: SparseEncoder = sparse if sparse is not None else Bm25Encoder()

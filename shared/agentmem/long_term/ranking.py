@@ -32,7 +32,10 @@ beats equal-weight RRF, which lets the weaker dense list drag BM25 down.
 least ``relative_floor`` times the best candidate's and it is either lexically matched
 (some BM25 score) or has a raw cosine of at least ``min_similarity``. So a question about one memory
 returns that memory without padding the list, and a question about nothing stored returns
-nothing. ``RankingConfig(relative_floor=None, min_similarity=None)`` turns it off.
+nothing. The floor never drops the candidate the dense side ranks first by a clear margin
+(:func:`dense_clear_winner`: ahead of the second by two standard deviations of the other
+candidates' cosines), whatever its raw cosine.
+``RankingConfig(relative_floor=None, min_similarity=None)`` turns the floor off.
 ``min_similarity`` is a raw cosine, so it depends on the embedding model: 0.3 suits the
 default all-MiniLM-L6-v2 (unrelated sentences score about -0.1 to 0.2 against a question,
 related ones 0.4 and up); raise it for models whose cosines run high.
@@ -74,6 +77,7 @@ __all__ = [
     "boost_parts",
     "boosts",
     "check_boost",
+    "dense_clear_winner",
     "diversify",
     "fusion_plan",
     "list_plan",
@@ -258,6 +262,43 @@ def above_floor(
     return config.min_similarity is None or lexical > 0 or cosine >= config.min_similarity
 
 
+#: How far, in standard deviations of the other dense candidates' cosines, the dense side's
+#: first candidate must lead its second to be a clear winner (:func:`dense_clear_winner`).
+CLEAR_MARGIN_SDS = 2.0
+#: Fewest other dense candidates whose spread makes a margin meaningful.
+MIN_MARGIN_SAMPLE = 10
+
+
+def dense_clear_winner(dense: Mapping[str, float]) -> str | None:
+    """The candidate the dense side ranks first by a clear margin, or ``None``: the relevance
+    floor keeps it whatever its raw cosine (a paraphrase shares no word with its memory, and
+    a conversation turn's cosine runs lower than a bare fact's).
+
+    "Clear" is measured against the query's own candidates, not a fixed cosine: the first
+    cosine must exceed the second by at least :data:`CLEAR_MARGIN_SDS` standard deviations
+    of the cosines of the candidates after it, with at least :data:`MIN_MARGIN_SAMPLE` of
+    them (fewer say nothing about the spread). With all-MiniLM-L6-v2 an unrelated question
+    has no such winner: its best memories come in a crowd.
+
+    Example:
+        >>> crowd = {f"m{i}": 0.1 + 0.01 * (i % 5) for i in range(12)}
+        >>> dense_clear_winner({**crowd, "fact": 0.28})
+        'fact'
+        >>> dense_clear_winner({**crowd, "near": 0.15}) is None
+        True
+    """
+    if len(dense) < MIN_MARGIN_SAMPLE + 1:
+        return None
+    ranked = sorted(dense.items(), key=lambda item: (-item[1], item[0]))
+    rest = [score for _, score in ranked[1:]]
+    mean = sum(rest) / len(rest)
+    spread = math.sqrt(sum((score - mean) ** 2 for score in rest) / len(rest))
+    first, second = ranked[0][1], ranked[1][1]
+    if spread > 0 and first - second >= CLEAR_MARGIN_SDS * spread:
+        return ranked[0][0]
+    return None
+
+
 def rrf_scores(lists: Sequence[Sequence[str]]) -> dict[str, float]:
     """Reciprocal Rank Fusion of ranked id lists (best first), with Qdrant's constant: a
     hit at 1-based rank ``r`` in a list adds ``1 / (r + 1)``.
@@ -431,6 +472,7 @@ def fusion_plan(
         first += (ScoreRequest("sparse", candidates),)
     answers: list[dict[str, float]] = yield first
     dense, sparse = answers[0], answers[1] if has_sparse else {}
+    winner = dense_clear_winner(dense)  # the floor keeps it (before fills add scores)
     pool = list(dict.fromkeys([*dense, *sparse]))
     if not pool:
         return []
@@ -475,7 +517,9 @@ def fusion_plan(
     base = base_scores(dense, sparse, config.dense_weight)
     best = max(base.values())
     kept = [
-        i for i in pool if above_floor(config, base[i], best, dense.get(i, 0.0), sparse.get(i, 0.0))
+        i
+        for i in pool
+        if i == winner or above_floor(config, base[i], best, dense.get(i, 0.0), sparse.get(i, 0.0))
     ]
     kept.sort(key=lambda i: (-(base[i] + temporal[i]), i))
     chosen = tuple(kept[:fetch])

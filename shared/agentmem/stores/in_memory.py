@@ -81,6 +81,19 @@ class InMemoryMemoryStore(MemoryStoreEngine):
         self._points: dict[str, _Point] = {}
         self._df: Counter[int] = Counter()  # how many points hold each sparse term
         self._lock = threading.RLock()
+        self._embedder_record: dict[str, Any] | None = None
+
+    def read_embedder_record(self) -> dict[str, Any] | None:
+        """Whose vectors the store holds (see :mod:`agentmem.long_term.embedder_record`)."""
+        with self._lock:
+            self._check_open()
+            return copy.deepcopy(self._embedder_record)
+
+    def write_embedder_record(self, record: Mapping[str, Any]) -> None:
+        """Replace the embedder record."""
+        with self._lock:
+            self._check_open()
+            self._embedder_record = copy.deepcopy(dict(record))
 
     def close(self) -> None:
         """Drop the memories. Further use raises ``StoreClosedError`` (idempotent)."""

@@ -71,7 +71,9 @@ _ZERO = bytes(_BLOCK)
 _CHUNK = 1 << 20
 _ZERO_CHUNK = bytes(_CHUNK)
 #: Files of the store's root that are not part of a generation.
-_ROOT_OWN = frozenset({"agentmem.lock", "agentmem-index.json", MANIFEST_FILE, "CURRENT"})
+_ROOT_OWN = frozenset(
+    {"agentmem.lock", "agentmem-index.json", MANIFEST_FILE, "CURRENT", "agentmem-embedder.json"}
+)
 #: Edge rewrites these at every load, even one that then fails: listed, never checksummed.
 _REWRITTEN_AT_LOAD = frozenset({"tracker_journal.dat"})
 _METADATA_SUFFIXES = (".json", ".info")

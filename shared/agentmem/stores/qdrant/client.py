@@ -23,7 +23,9 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Mapping
 from typing import Any, TypeVar, cast
 
 from qdrant_client import AsyncQdrantClient, QdrantClient
@@ -39,6 +41,8 @@ from agentmem.stores.engine import MemoryStoreEngine
 __all__ = ["QdrantClientStore"]
 
 T = TypeVar("T")
+
+_EMBEDDER_KEY = "agentmem_embedder"  # the collection metadata key of the embedder record
 
 
 class QdrantClientStore(MemoryStoreEngine):
@@ -137,6 +141,22 @@ class QdrantClientStore(MemoryStoreEngine):
         for name, schema in schemas:
             if name not in existing:
                 self._client.create_payload_index(self._collection, name, schema, wait=True)
+
+    def read_embedder_record(self) -> dict[str, Any] | None:
+        """Whose vectors the collection holds (see
+        :mod:`agentmem.long_term.embedder_record`): the ``agentmem_embedder`` key of the
+        collection's metadata (Qdrant >= 1.16; older servers keep none)."""
+        self._check_open()
+        with self._local_lock or contextlib.nullcontext():
+            metadata = self._client.get_collection(self._collection).config.metadata
+        record = (metadata or {}).get(_EMBEDDER_KEY)
+        return dict(record) if isinstance(record, dict) else None
+
+    def write_embedder_record(self, record: Mapping[str, Any]) -> None:
+        """Replace the embedder record in the collection's metadata."""
+        self._check_open()
+        with self._local_lock or contextlib.nullcontext():
+            self._client.update_collection(self._collection, metadata={_EMBEDDER_KEY: dict(record)})
 
     def close(self) -> None:
         """Release the store (closes clients it built; injected clients stay open)."""

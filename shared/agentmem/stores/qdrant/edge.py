@@ -56,7 +56,7 @@ import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
@@ -78,6 +78,11 @@ from agentmem.stores import points as pt
 from agentmem.stores.engine import MemoryStoreEngine
 from agentmem.stores.qdrant import _edge_manifest as manifests
 from agentmem.stores.qdrant._edge_access import AccessStats, ordered_by_access, split_access
+from agentmem.stores.qdrant._edge_embedder import (
+    EMBEDDER_FILE,
+    read_record_file,
+    write_record_file,
+)
 from agentmem.stores.qdrant._edge_files import (
     CONFIG_FILE,
     corrupted,
@@ -114,7 +119,9 @@ _FINAL_REPLAY = 32  # journal entries replayed under the store's lock at the swa
 
 LOCK_FILE = "agentmem.lock"
 INDEX_STATE_FILE = "agentmem-index.json"  # unindexed points at close (a hint, see _read_moved)
-_ROOT_FILES = frozenset({LOCK_FILE, INDEX_STATE_FILE, manifests.MANIFEST_FILE, CURRENT_FILE})
+_ROOT_FILES = frozenset(
+    {LOCK_FILE, INDEX_STATE_FILE, manifests.MANIFEST_FILE, CURRENT_FILE, EMBEDDER_FILE}
+)
 
 
 class QdrantEdgeStore(MemoryStoreEngine):
@@ -359,6 +366,8 @@ class QdrantEdgeStore(MemoryStoreEngine):
                 _, copied = copy_tree(source, inside, skip=skip)
                 if inside != target:
                     (target / CURRENT_FILE).write_text(source.name, encoding="utf-8")
+                if (root / EMBEDDER_FILE).is_file():  # whose vectors these are
+                    shutil.copyfile(root / EMBEDDER_FILE, target / EMBEDDER_FILE)
                 manifests.write_manifest(target, manifest)
             except BaseException:
                 shutil.rmtree(target, ignore_errors=True)
@@ -369,6 +378,19 @@ class QdrantEdgeStore(MemoryStoreEngine):
             shutil.rmtree(target, ignore_errors=True)
             raise
         return manifest, copied
+
+    def read_embedder_record(self) -> dict[str, Any] | None:
+        """Whose vectors the store holds (see :mod:`agentmem.long_term.embedder_record`):
+        ``agentmem-embedder.json`` in the store's directory."""
+        with self._mutex:
+            self._check_open()
+            return read_record_file(self._path)
+
+    def write_embedder_record(self, record: Mapping[str, Any]) -> None:
+        """Replace the embedder record, atomically and durably."""
+        with self._mutex:
+            self._check_open()
+            write_record_file(self._path, record)
 
     def close(self) -> None:
         """Flush (when anything was written), close the shard and release the lock. Further
