@@ -21,6 +21,8 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from agentmem._util.durable import fsync_dir
+
 __all__ = ["copy_file", "copy_tree", "fsync_tree"]
 
 
@@ -80,8 +82,4 @@ def copy_tree(
 def fsync_tree(root: Path) -> None:
     """fsync every directory under ``root`` (the files were synced as they were written)."""
     for current, _, _ in os.walk(root):
-        fd = os.open(current, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        fsync_dir(Path(current))

@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from agentmem._sansio import Program
+from agentmem._util.durable import fsync_dir
 from agentmem.stores import points as pt
 from agentmem.stores.qdrant._edge_manifest import damaged
 
@@ -225,7 +226,7 @@ class AccessStats:
             handle.flush()
             os.fsync(handle.fileno())
         if fresh:
-            _sync_dir(self._file.parent)
+            fsync_dir(self._file.parent)
         self._in_file += len(self._pending)
         self._pending.clear()
         table = self._entries()
@@ -242,7 +243,7 @@ class AccessStats:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, target)
-        _sync_dir(directory)
+        fsync_dir(directory)
         if directory == self._file.parent:
             self._in_file = len(self._entries())
             self._pending.clear()
@@ -285,14 +286,6 @@ class AccessStats:
             self.flush()
         except OSError as exc:
             logger.warning("could not write the access statistics %s: %s", self._file, exc)
-
-
-def _sync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _read(root: Path, path: Path) -> tuple[dict[str, Entry], int]:

@@ -19,11 +19,11 @@ Example:
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from agentmem._util.durable import replace_durably
 from agentmem.errors import StoreCorruptedError
 
 __all__ = ["EMBEDDER_FILE", "read_record_file", "write_record_file"]
@@ -56,14 +56,4 @@ def read_record_file(root: Path) -> dict[str, Any] | None:
 
 def write_record_file(root: Path, record: Mapping[str, Any]) -> None:
     """Replace the record in ``root`` atomically and durably."""
-    tmp = root / f"{EMBEDDER_FILE}.tmp"
-    with tmp.open("w", encoding="utf-8") as handle:
-        json.dump(dict(record), handle, sort_keys=True)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, root / EMBEDDER_FILE)
-    fd = os.open(root, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    replace_durably(root / EMBEDDER_FILE, json.dumps(dict(record), sort_keys=True))

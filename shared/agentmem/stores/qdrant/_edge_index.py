@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from agentmem._util.checks import check_int
+from agentmem._util.durable import replace_durably
 from agentmem.errors import ConfigurationError
 from agentmem.stores.qdrant._edge_access import ACCESS_FILE
 
@@ -158,17 +159,7 @@ def next_generation(root: Path) -> Path:
 
 def set_current_generation(root: Path, generation: Path) -> None:
     """Make ``generation`` the live one, atomically and durably."""
-    tmp = root / (CURRENT_FILE + ".tmp")
-    with tmp.open("w", encoding="utf-8") as handle:
-        handle.write(generation.name)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, root / CURRENT_FILE)
-    fd = os.open(root, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    replace_durably(root / CURRENT_FILE, generation.name)
 
 
 def drop_stale_generations(root: Path) -> None:

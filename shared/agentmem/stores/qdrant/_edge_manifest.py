@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from agentmem._util.durable import replace_durably
 from agentmem.errors import StoreCorruptedError
 
 __all__ = [
@@ -263,17 +264,7 @@ def write_manifest(root: Path, manifest: Manifest) -> None:
     """Replace the manifest atomically and durably."""
     body = _body(manifest)
     body["checksum"] = _self_checksum(body)
-    tmp = root / f"{MANIFEST_FILE}.tmp"
-    with tmp.open("w", encoding="utf-8") as handle:
-        json.dump(body, handle, sort_keys=True)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, root / MANIFEST_FILE)
-    fd = os.open(root, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    replace_durably(root / MANIFEST_FILE, json.dumps(body, sort_keys=True))
 
 
 def read_manifest(root: Path) -> Manifest | None:
