@@ -51,9 +51,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from typing_extensions import runtime_checkable
+from typing_extensions import TypedDict, Unpack, runtime_checkable
 
 from agentmem._sansio import Program, adrive, blocking, call, drive
+from agentmem._util.checks import check_int
 from agentmem.embeddings.base import Embedder, check_store_dimension
 from agentmem.embeddings.identity import EmbedderIdentity, embedder_identity
 from agentmem.errors import ConfigurationError, EmbedderMismatchError, InvalidValueError
@@ -69,7 +70,7 @@ from agentmem.long_term.records import RecordFilter, Scope
 from agentmem.long_term.store import MemoryStore
 from agentmem.sparse import Bm25Encoder, SparseEncoder
 
-__all__ = ["ReembedReport", "areembed", "reembed"]
+__all__ = ["ReembedOptions", "ReembedReport", "areembed", "reembed"]
 
 #: ``on_progress(done, total)``: memories re-embedded so far (earlier runs included) and in all.
 Progress = Callable[[int, int], None]
@@ -195,12 +196,37 @@ def _program(
     return ReembedReport(source, target, state.done - before, state.done, resumed=resumed)
 
 
+class ReembedOptions(TypedDict, total=False):
+    """The keyword options of :func:`reembed` and :func:`areembed`.
+
+    Attributes:
+        batch_size: Memories embedded and written per batch (and per cursor step; 64).
+        sparse: The BM25 encoder the memories were written with (default: agentmem's).
+        on_progress: Called with ``(done, total)`` at the start and after each batch.
+    """
+
+    batch_size: int
+    sparse: SparseEncoder | None
+    on_progress: Progress | None
+
+
+def _reembedding(
+    store: MemoryStore, embedder: Embedder, options: ReembedOptions
+) -> Program[ReembedReport]:
+    """Check the arguments (before anything is written) and return the re-embedding."""
+    batch_size = check_int(
+        options.get("batch_size", 64),
+        "batch_size",
+        error=InvalidValueError,
+        expected="must be a positive integer",
+    )
+    checked, encoder = _prepare(store, embedder, options.get("sparse"))
+    return _program(checked, embedder, batch_size, encoder, options.get("on_progress"))
+
+
 def _prepare(
-    store: MemoryStore, embedder: Embedder, batch_size: int, sparse: SparseEncoder | None
+    store: MemoryStore, embedder: Embedder, sparse: SparseEncoder | None
 ) -> tuple[Any, SparseEncoder]:
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        msg = f"batch_size must be a positive integer, got {batch_size!r}"
-        raise InvalidValueError(msg)
     checked = _check_store(store)
     check_store_dimension(
         embedder.dimension,
@@ -212,12 +238,7 @@ def _prepare(
 
 
 def reembed(
-    store: MemoryStore,
-    embedder: Embedder,
-    *,
-    batch_size: int = 64,
-    sparse: SparseEncoder | None = None,
-    on_progress: Progress | None = None,
+    store: MemoryStore, embedder: Embedder, **options: Unpack[ReembedOptions]
 ) -> ReembedReport:
     """Re-embed every memory of ``store`` with ``embedder``, or finish a re-embedding an
     earlier run started (see the module docstring). Nothing to do when the store already
@@ -227,9 +248,7 @@ def reembed(
         store: An agentmem long-term store (Qdrant Edge, qdrant-client, in-memory), opened
             with the new model's dimension and not used by anything else meanwhile.
         embedder: The new model (same dimension as the store's).
-        batch_size: Memories embedded and written per batch (and per cursor step).
-        sparse: The BM25 encoder the memories were written with (default: agentmem's).
-        on_progress: Called with ``(done, total)`` at the start and after each batch.
+        options: ``batch_size``, ``sparse``, ``on_progress`` (:class:`ReembedOptions`).
 
     Raises:
         DimensionMismatchError: ``embedder`` makes vectors of another size.
@@ -242,18 +261,11 @@ def reembed(
         64 120
         120 120
     """
-    checked, encoder = _prepare(store, embedder, batch_size, sparse)
-    return drive(_program(checked, embedder, batch_size, encoder, on_progress))
+    return drive(_reembedding(store, embedder, options))
 
 
 async def areembed(
-    store: MemoryStore,
-    embedder: Embedder,
-    *,
-    batch_size: int = 64,
-    sparse: SparseEncoder | None = None,
-    on_progress: Progress | None = None,
+    store: MemoryStore, embedder: Embedder, **options: Unpack[ReembedOptions]
 ) -> ReembedReport:
     """Async twin of :func:`reembed`."""
-    checked, encoder = _prepare(store, embedder, batch_size, sparse)
-    return await adrive(_program(checked, embedder, batch_size, encoder, on_progress))
+    return await adrive(_reembedding(store, embedder, options))
