@@ -2,7 +2,7 @@
 
 Usage:
     .venv/bin/python bench/concurrency.py [--rounds 5] [--turns 48] [--concurrency 8]
-        [--base /tmp/base/src] [--variant NAME:VAR=VALUE[,VAR=VALUE]]... [--out FILE.json]
+        --base CHECKOUT [--variant NAME:VAR=VALUE[,VAR=VALUE]]... [--out FILE.json]
 
 Each side is a separate process with one ``MemoryService`` on a temporary home (SQLite +
 Qdrant Edge, the default local embedder, background consolidation on, no LLM), warmed up
@@ -218,12 +218,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--turns", type=int, default=48, help="turns per run (all users)")
     parser.add_argument("--concurrency", type=int, default=8)
-    parser.add_argument("--base", default="/tmp/base/src", help="checkout of the code before")
+    parser.add_argument(
+        "--base",
+        help="a checkout of the code to compare with (e.g. `git worktree add /tmp/base main`)",
+    )
     parser.add_argument("--variant", action="append", default=[], metavar="NAME:VAR=VALUE")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "concurrency.json"))
     args = parser.parse_args(argv)
     if args.worker:
         return worker_main()
+    if args.base is None:
+        parser.error("--base is required: a checkout of the code to compare with")
 
     sides = _sides(args)
     procs = []
