@@ -1,4 +1,5 @@
-"""A deterministic hashing embedder for tests (no model, no network).
+"""A deterministic hashing embedder for tests (no model, no network), and the base of the
+tests' small single-purpose embedders.
 
 Each word of a text (lower-cased, surrounding punctuation stripped) adds 1 to a bucket
 chosen by its sha256, then the vector is
@@ -11,9 +12,39 @@ from __future__ import annotations
 import hashlib
 import math
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
-__all__ = ["HashingEmbedder"]
+__all__ = ["BatchEmbedder", "HashingEmbedder"]
+
+
+class BatchEmbedder(ABC):
+    """A test embedder written as one sync :meth:`embed_documents`: the query method and the
+    async twins call it.
+
+    Example:
+        >>> class Ones(BatchEmbedder):
+        ...     model_name, dimension = "ones", 2
+        ...     def embed_documents(self, texts): return [[1.0, 1.0] for _ in texts]
+        >>> Ones().embed_query("hi")
+        [1.0, 1.0]
+    """
+
+    model_name: str
+    dimension: int
+
+    @abstractmethod
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, in order."""
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
+
+    async def aembed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        return self.embed_documents(texts)
+
+    async def aembed_query(self, text: str) -> list[float]:
+        return self.embed_query(text)
 
 
 class HashingEmbedder:

@@ -5,8 +5,7 @@ from __future__ import annotations
 import gc
 import random
 import tracemalloc
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -15,11 +14,12 @@ import pytest
 from agentmem.embeddings import CachedEmbedder
 from agentmem.embeddings.cache import BYTES_PER_VECTOR_384, DEFAULT_MAX_BYTES
 from agentmem.errors import ConfigurationError
+from tests.fake_embedder import BatchEmbedder
 
 DIM = 384
 
 
-class Float32Model:
+class Float32Model(BatchEmbedder):
     """Like sentence-transformers: fresh Python floats per call, from float32 arithmetic."""
 
     model_name, dimension = "float32-model", DIM
@@ -33,15 +33,6 @@ class Float32Model:
             (len(texts), self.dimension), dtype=np.float32
         ).tolist()
         return rows
-
-    def embed_query(self, text: str) -> list[float]:
-        return self.embed_documents([text])[0]
-
-    async def aembed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        return self.embed_documents(texts)
-
-    async def aembed_query(self, text: str) -> list[float]:
-        return self.embed_query(text)
 
 
 class Float64Model(Float32Model):
@@ -57,36 +48,31 @@ class Float64Model(Float32Model):
         return [[self._random.random() for _ in range(DIM)] for _ in texts]
 
 
-@contextmanager
-def traced() -> Iterator[Callable[[], int]]:
-    """Bytes allocated and still held since entering (after a full collection)."""
-    gc.collect()
-    tracemalloc.start()
-    base = tracemalloc.get_traced_memory()[0]
-    try:
-        yield lambda: (gc.collect(), tracemalloc.get_traced_memory()[0] - base)[1]
-    finally:
-        tracemalloc.stop()
-
-
 def fill(cache: CachedEmbedder, n: int, batch: int = 100) -> None:
     for start in range(0, n, batch):
         cache.embed_documents([f"text {i}" for i in range(start, min(n, start + batch))])
 
 
-def warmed(inner: Any, **options: Any) -> CachedEmbedder:
+def filled(inner: Any, n: int, **options: Any) -> tuple[CachedEmbedder, int]:
+    """A cache over ``inner`` after ``fill(cache, n)``, and the bytes that filling allocated
+    and still holds (measured with tracemalloc, after a full collection)."""
     cache = CachedEmbedder(inner, **options)
     cache.embed_documents(["warm up"])  # first-call allocations (numpy, hashlib) are not ours
     cache.cache_clear()
-    return cache
+    gc.collect()
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        fill(cache, n)
+        gc.collect()
+        return cache, tracemalloc.get_traced_memory()[0] - base
+    finally:
+        tracemalloc.stop()
 
 
 def test_memory_per_384d_vector_is_within_the_documented_bound() -> None:
     n = 2_000
-    cache = warmed(Float32Model())
-    with traced() as held:
-        fill(cache, n)
-        measured = held()
+    cache, measured = filled(Float32Model(), n)
     assert cache.cache_info().size == n
     assert measured / n <= BYTES_PER_VECTOR_384  # about 1.8 KiB (was 12.2 KiB as floats)
     assert measured <= cache.nbytes <= DEFAULT_MAX_BYTES  # nbytes is an upper bound
@@ -94,20 +80,14 @@ def test_memory_per_384d_vector_is_within_the_documented_bound() -> None:
 
 def test_float64_values_cost_more_but_are_still_bounded_by_nbytes() -> None:
     n = 1_000
-    cache = warmed(Float64Model())
-    with traced() as held:
-        fill(cache, n)
-        measured = held()
+    cache, measured = filled(Float64Model(), n)
     assert 3_000 < measured / n < 3_600
     assert measured <= cache.nbytes
 
 
 def test_max_bytes_bounds_the_memory_held() -> None:
     budget = 200_000
-    cache = warmed(Float32Model(), max_bytes=budget)
-    with traced() as held:
-        fill(cache, 3_000)
-        measured = held()
+    cache, measured = filled(Float32Model(), 3_000, max_bytes=budget)
     info = cache.cache_info()
     assert 0 < info.size < 3_000
     assert cache.nbytes <= budget

@@ -12,11 +12,12 @@ from collections.abc import Sequence
 
 from agentmem.long_term import LongTermMemory
 from agentmem.stores.in_memory import InMemoryMemoryStore
+from tests.fake_embedder import BatchEmbedder
 
 QUERY = "what do I eat"
 
 
-class Table:
+class Table(BatchEmbedder):
     """An embedder that knows each text's cosine to QUERY (the first axis)."""
 
     model_name, dimension = "cosine-table", 3
@@ -32,15 +33,6 @@ class Table:
 
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         return [self._vector(t) for t in texts]
-
-    def embed_query(self, text: str) -> list[float]:
-        return self._vector(text)
-
-    async def aembed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        return self.embed_documents(texts)
-
-    async def aembed_query(self, text: str) -> list[float]:
-        return self._vector(text)
 
 
 CROWD = {f"unrelated note number {i}": 0.08 + 0.01 * (i % 5) for i in range(12)}
