@@ -102,20 +102,17 @@ print("ready", flush=True)
 """
 
 
+def run_writes_and_kill(write: str, home: Path, seed: int) -> list[str]:
+    """:func:`run_and_kill` (within 1.5 s) on a loop that runs ``write``, a statement on
+    ``mem`` and ``i``, for i = 0, 1, ... and prints each ``i`` once its write returned."""
+    loop = f"i = 0\nwhile True:\n    {write}\n    print(i, flush=True)\n    i += 1\n"
+    return run_and_kill(PRELUDE + loop, home, seed, window_s=1.5)
+
+
 @pytest.mark.parametrize("trial", range(TRIALS))
 def test_kill_during_sqlite_appends(tmp_path: Path, trial: int) -> None:
-    acked = run_and_kill(
-        PRELUDE
-        + """
-i = 0
-while True:
-    mem.process_interaction(f"question {i}", f"answer {i}")
-    print(i, flush=True)
-    i += 1
-""",
-        tmp_path,
-        seed=trial,
-        window_s=1.5,
+    acked = run_writes_and_kill(
+        'mem.process_interaction(f"question {i}", f"answer {i}")', tmp_path, seed=trial
     )
     with open_manager(tmp_path) as mem:
         log = mem.short_term.get_log()
@@ -133,18 +130,10 @@ while True:
 
 @pytest.mark.parametrize("trial", range(TRIALS))
 def test_kill_during_edge_writes(tmp_path: Path, trial: int) -> None:
-    acked = run_and_kill(
-        PRELUDE
-        + """
-i = 0
-while True:
-    mem.long_term.store_memory(f"fact number {i} about sailing", "semantic")
-    print(i, flush=True)
-    i += 1
-""",
+    acked = run_writes_and_kill(
+        'mem.long_term.store_memory(f"fact number {i} about sailing", "semantic")',
         tmp_path,
         seed=100 + trial,
-        window_s=1.5,
     )
     memory = LongTermMemory.open(user_id="alice", home=tmp_path, embedder=HashingEmbedder(DIM))
     try:

@@ -16,6 +16,7 @@ import pytest
 
 from agentmem.controller.consolidation import (
     CONSOLIDATION_STATE_KEY,
+    ConsolidationReport,
     MemoryConsolidator,
     heuristic_importance,
 )
@@ -416,6 +417,16 @@ class CrashingStore:
         return write
 
 
+def consolidate_anew(
+    long_term: LongTermMemory, sessions: InMemorySessionStore, llm: Llm
+) -> ConsolidationReport:
+    """CONVERSATION consolidated by a new consolidator over these stores (as the first run, or
+    as a restarted process)."""
+    return MemoryConsolidator(long_term, store=sessions, llm=llm).consolidate_session(
+        CONVERSATION, session_id="s1"
+    )
+
+
 def check_consolidated_once(long_term: LongTermMemory, paris: MemoryRecord) -> None:
     records = everything(long_term)
     assert sorted(r.content for r in records) == sorted([PARIS, BERLIN, TEA, CLIMBING])
@@ -449,14 +460,10 @@ def test_a_crash_anywhere_is_replayed_exactly_once(
     sessions = CrashingSessions(crash_at)
     llm = Llm([RUN])
     with pytest.raises(Crash):
-        MemoryConsolidator(long_term, store=sessions, llm=llm).consolidate_session(
-            CONVERSATION, session_id="s1"
-        )
+        consolidate_anew(long_term, sessions, llm)
     sessions.crash_at = 0
     # the restarted process: a new consolidator over the same stores
-    replay = MemoryConsolidator(long_term, store=sessions, llm=llm).consolidate_session(
-        CONVERSATION, session_id="s1"
-    )
+    replay = consolidate_anew(long_term, sessions, llm)
     assert replay.error is None
     assert replay.watermark == CONVERSATION[-1].id
     check_consolidated_once(long_term, paris)
@@ -468,9 +475,7 @@ def test_a_crash_anywhere_is_replayed_exactly_once(
     assert replay.skipped == (0 if crash_at == 1 else 3)
     assert llm.judged == 1
     # and once more: nothing left to do
-    again = MemoryConsolidator(long_term, store=sessions, llm=llm).consolidate_session(
-        CONVERSATION, session_id="s1"
-    )
+    again = consolidate_anew(long_term, sessions, llm)
     assert (again.messages, again.decisions, again.skipped) == (0, [], 0)
 
 
@@ -495,14 +500,10 @@ def test_a_crash_at_any_store_write_is_replayed_exactly_once(
     llm = Llm([RUN])
     store = CrashingStore(long_term, monkeypatch, crash_at)
     with pytest.raises(Crash):
-        MemoryConsolidator(long_term, store=sessions, llm=llm).consolidate_session(
-            CONVERSATION, session_id="s1"
-        )
+        consolidate_anew(long_term, sessions, llm)
     applied = len(store.writes)
     assert applied == crash_at - 1
-    replay = MemoryConsolidator(long_term, store=sessions, llm=llm).consolidate_session(
-        CONVERSATION, session_id="s1"
-    )
+    replay = consolidate_anew(long_term, sessions, llm)
     assert replay.error is None
     assert replay.watermark == CONVERSATION[-1].id
     check_consolidated_once(long_term, paris)
@@ -531,13 +532,9 @@ def test_a_reinforcement_is_not_repeated_after_its_memory_was_superseded_in_the_
     CrashingStore(long_term, monkeypatch, crash_at if crash_at < 4 else 0)
     sessions.crash_at = 2 if crash_at == 4 else 0
     with pytest.raises(Crash):
-        MemoryConsolidator(long_term, store=sessions, llm=llm).consolidate_session(
-            CONVERSATION, session_id="s1"
-        )
+        consolidate_anew(long_term, sessions, llm)
     sessions.crash_at = 0
-    replay = MemoryConsolidator(long_term, store=sessions, llm=llm).consolidate_session(
-        CONVERSATION, session_id="s1"
-    )
+    replay = consolidate_anew(long_term, sessions, llm)
     assert replay.error is None
     assert len(replay.decisions) + replay.skipped == 2
     assert current(long_term) == sorted([PARIS, BLACK_TEA])
@@ -562,13 +559,9 @@ def test_a_crash_between_writing_and_superseding_is_finished_on_replay(
     with monkeypatch.context() as patch:
         patch.setattr(long_term, "supersede_memory", die)
         with pytest.raises(Crash):
-            MemoryConsolidator(long_term, store=sessions, llm=llm).consolidate_session(
-                CONVERSATION, session_id="s1"
-            )
+            consolidate_anew(long_term, sessions, llm)
     assert sorted(current(long_term)) == sorted([PARIS, BERLIN, TEA])  # both "current"
-    replay = MemoryConsolidator(long_term, store=sessions, llm=llm).consolidate_session(
-        CONVERSATION, session_id="s1"
-    )
+    replay = consolidate_anew(long_term, sessions, llm)
     assert replay.skipped == 1  # BERLIN was stored already
     assert llm.judged == 1
     check_consolidated_once(long_term, paris)
