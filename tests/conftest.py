@@ -62,6 +62,18 @@ def pytest_configure(config: pytest.Config) -> None:
             os.environ["PYTEST_DEBUG_TEMPROOT"] = root
 
 
+def _redis_in(directory: Path) -> Iterator[RedisServer]:
+    """A ``redis-server`` in ``directory`` until the generator ends; skips the test when
+    ``redis-server`` is not installed."""
+    if find_redis_server() is None:
+        pytest.skip(
+            "redis-server is not on PATH; .ci/run installs it "
+            "(locally: apt-get install redis-server)"
+        )
+    with RedisServer.start(directory) as server:
+        yield server
+
+
 @pytest.fixture(scope="session")
 def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
     """A ``redis-server`` (AOF, fsync always) for the whole test session, stopped at the end.
@@ -69,14 +81,15 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
     It offers ``.url``, ``.port`` and ``.restart()`` (SIGKILL, then start again on the same
     port and directory). Skips when ``redis-server`` is not installed.
     """
-    if find_redis_server() is None:
-        pytest.skip(
-            "redis-server is not on PATH; .ci/run installs it "
-            "(locally: apt-get install redis-server)"
-        )
-    directory: Path = tmp_path_factory.mktemp("redis")
-    with RedisServer.start(directory) as server:
-        yield server
+    yield from _redis_in(tmp_path_factory.mktemp("redis"))
+
+
+@pytest.fixture(scope="module")
+def private_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """A ``redis-server`` of the requesting module's own, stopped after its last test:
+    pausing (SIGSTOP), killing or restarting it cannot disturb other modules' tests. Skips
+    when ``redis-server`` is not installed."""
+    yield from _redis_in(tmp_path_factory.mktemp("redis-private"))
 
 
 @pytest.fixture(scope="session")

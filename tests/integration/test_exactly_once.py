@@ -31,7 +31,7 @@ from agentmem.stores.redis import RedisSessionStore
 from agentmem.stores.sqlite import SQLiteSessionStore
 from agentmem.types import Message
 from tests.fakes import HashingEmbedder
-from tests.redis_server import RedisServer, find_redis_server
+from tests.redis_server import RedisServer
 
 pytestmark = pytest.mark.integration
 
@@ -230,15 +230,6 @@ def test_turn_ids_keep_many_threads_exactly_once(service: MemoryService) -> None
 
 
 # -- Redis: a retry after an "unknown" outcome ------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def private_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    """This module's own server: pausing it cannot disturb other tests."""
-    if find_redis_server() is None:
-        pytest.skip("redis-server is not on PATH; .ci/run installs it")
-    with RedisServer.start(tmp_path_factory.mktemp("redis-once")) as server:
-        yield server
 
 
 def pause_during_append(server: RedisServer, store: RedisSessionStore) -> Callable[[], None]:

@@ -32,7 +32,7 @@ from agentmem.errors import ConfigurationError, StoreError, StoreUnavailableErro
 from agentmem.stores._redis_support import AsyncDeadlineRetry, DeadlineRetry
 from agentmem.stores.redis import RedisSessionStore
 from agentmem.types import Message
-from tests.redis_server import RedisServer, find_redis_server
+from tests.redis_server import RedisServer
 
 pytestmark = pytest.mark.integration
 
@@ -85,15 +85,6 @@ def _print_report() -> Iterator[None]:
 # -- fixtures and helpers -------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    """This module's own server: SIGSTOP and SIGKILL here cannot disturb other tests."""
-    if find_redis_server() is None:
-        pytest.skip("redis-server is not on PATH; .ci/run installs it")
-    with RedisServer.start(tmp_path_factory.mktemp("redis-faults")) as srv:
-        yield srv
-
-
 def _open(server: RedisServer) -> RedisSessionStore:
     return RedisSessionStore.from_url(
         server.url, prefix=f"f{uuid.uuid4().hex[:10]}", timeout=TIMEOUT, deadline=DEADLINE
@@ -101,12 +92,12 @@ def _open(server: RedisServer) -> RedisSessionStore:
 
 
 @pytest.fixture
-async def store(server: RedisServer) -> AsyncIterator[RedisSessionStore]:
-    s = _open(server)
+async def store(private_redis: RedisServer) -> AsyncIterator[RedisSessionStore]:
+    s = _open(private_redis)
     try:
         yield s
     finally:
-        server.resume()
+        private_redis.resume()
         await s.aclose()
 
 
@@ -158,14 +149,14 @@ def _check_ids(store: RedisSessionStore, sid: str, expected: dict[str, int]) -> 
 
 
 async def test_calls_on_a_stalled_server_end_in_time_and_lose_nothing(
-    server: RedisServer, store: RedisSessionStore
+    private_redis: RedisServer, store: RedisSessionStore
 ) -> None:
     """SIGSTOP: every sync and async call ends within BOUND; after SIGCONT, retries of the
     failed appends with the same messages store each message exactly once."""
     row_sync = _REPORT.setdefault("SIGSTOP, sync calls", _Row())
     row_async = _REPORT.setdefault("SIGSTOP, async calls", _Row())
     for trial in range(TRIALS):
-        await _stall_trial(server, store, f"stall{trial}", row_sync, row_async)
+        await _stall_trial(private_redis, store, f"stall{trial}", row_sync, row_async)
 
 
 async def _stall_trial(
@@ -248,21 +239,21 @@ async def _stall_trial(
 
 
 async def test_unknown_append_retried_with_the_same_messages_is_stored_once(
-    server: RedisServer, store: RedisSessionStore
+    private_redis: RedisServer, store: RedisSessionStore
 ) -> None:
     row = _REPORT.setdefault("unknown append, then retried", _Row())
     for trial in range(TRIALS):
         sid = f"unknown{trial}"
         first = store.append(sid, _msgs(1, "first"))
         batch = _msgs(3, f"batch{trial}")
-        server.pause()
+        private_redis.pause()
         try:
             start = time.monotonic()
             with pytest.raises(StoreUnavailableError) as info:
                 store.append(sid, batch)  # sent on the pooled connection, then no reply
             elapsed = time.monotonic() - start
         finally:
-            server.resume()
+            private_redis.resume()
         assert info.value.outcome == "unknown"
         assert "same Message objects" in str(info.value)
         assert elapsed < BOUND
@@ -316,7 +307,7 @@ class _Stream:
 
 
 async def test_kill_and_restart_mid_stream_loses_and_duplicates_nothing(
-    server: RedisServer, store: RedisSessionStore
+    private_redis: RedisServer, store: RedisSessionStore
 ) -> None:
     """SIGKILL, downtime longer than the deadline, restart (AOF, fsync always), while a thread
     and an asyncio task keep appending. Acknowledged appends survive exactly once; appends
@@ -324,7 +315,7 @@ async def test_kill_and_restart_mid_stream_loses_and_duplicates_nothing(
     appends that failed with "not_applied" are absent."""
     row = _REPORT.setdefault("SIGKILL + restart, thread + task", _Row())
     for trial in range(TRIALS):
-        await _kill_trial(server, store, f"kill{trial}", row)
+        await _kill_trial(private_redis, store, f"kill{trial}", row)
 
 
 async def _kill_trial(server: RedisServer, store: RedisSessionStore, sid: str, row: _Row) -> None:
