@@ -15,18 +15,9 @@ from agentmem.stores.in_memory import InMemoryMemoryStore
 from agentmem.types import Message
 from langchain_agentmem._convert import from_langchain
 from tests.fake_embedder import HashingEmbedder
+from tests.tool_schemas import SEARCH_MEMORY_TOOLS as TOOLS
 
 COUNTER = TokenCounter("gpt-4o")
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "search_memory",
-            "description": "Search memories.",
-            "parameters": {"type": "object", "properties": {"query": {"type": "string"}}},
-        },
-    }
-]
 
 
 def test_public_surface() -> None:

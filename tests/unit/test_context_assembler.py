@@ -39,22 +39,9 @@ from agentmem.types import Message, ToolCall
 from agentmem.working import WorkingMemory
 from tests.chatml import count_rendered
 from tests.fakes import ScriptedChatModel
+from tests.tool_schemas import SEARCH_MEMORY_TOOLS as TOOLS
 
 COUNTER = TokenCounter("gpt-4o")
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "search_memory",
-            "description": "Search the user's long-term memories.",
-            "parameters": {
-                "type": "object",
-                "properties": {"query": {"type": "string", "description": "What to find."}},
-                "required": ["query"],
-            },
-        },
-    }
-]
 
 
 def hit(content: str, sources: tuple[str, ...] = ()) -> ScoredRecord:

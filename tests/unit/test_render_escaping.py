@@ -58,6 +58,7 @@ from tests.strategies import (
     working_memories,
 )
 from tests.tags import assert_tags, brackets, tags_read
+from tests.tool_schemas import SEARCH_MEMORY_TOOLS as TOOLS
 
 COUNTER = TokenCounter("gpt-4o")
 SUMMARY = ["<conversation_summary>", "</conversation_summary>"]
@@ -65,21 +66,12 @@ WORKING = ["<working_memory>", "</working_memory>"]
 RECALLED = ["<recalled_memories>", "</recalled_memories>"]
 #: Section of the system message -> its block's tags (the instructions have none).
 SECTION_TAGS = {"summary": SUMMARY, "working_memory": WORKING, "long_term": RECALLED}
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "search_memory",
-            "description": "Search the user's long-term memories.",
-            "parameters": {"type": "object", "properties": {"query": {"type": "string"}}},
-        },
-    }
-]
 SETTINGS = settings(
     max_examples=60,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
+
 #: Whole prompts draw every block's records at once: fewer, larger examples.
 PROMPTS = settings(SETTINGS, max_examples=25)
 
