@@ -23,6 +23,7 @@ from agentmem.short_term.summary import SUMMARY_HEADER
 from agentmem.stores import InMemorySessionStore
 from tests.fakes import ScriptedChatModel
 from tests.strategies import conversations
+from tests.tokenizing import count_text_calls
 
 COUNTER = TokenCounter("gpt-4o")
 PROPERTY = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -141,24 +142,16 @@ def test_tool_calls_round_trip_in_wire_format() -> None:
 
 def test_views_are_computed_from_cached_counts() -> None:
     counter = TokenCounter()
-    calls = 0
-    original = counter.count_text
-
-    def counting(text: str) -> int:
-        nonlocal calls
-        calls += 1
-        return original(text)
-
-    counter.count_text = counting  # type: ignore[method-assign]
+    calls = count_text_calls(counter)
     memory = SlidingWindowMemory(window_size=5, token_counter=counter)
     for i in range(500):
         memory.add_message("user", f"message {i}")
     memory.get_messages()
-    after_first = calls
+    after_first = calls()
     memory.get_messages()
     memory.get_token_count()
     # A second view tokenizes nothing: every count comes from the per-message cache.
-    assert calls == after_first
+    assert calls() == after_first
 
 
 # -- summaries -----------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from agentmem.tokens import render_tools
 from tests.chatml import reference_count
 from tests.processes import run_python
 from tests.strategies import TEXT, conversations
+from tests.tokenizing import count_text_calls
 
 MODELS = ["gpt-4o", "gpt-4", "gpt-3.5-turbo"]
 ROOT = Path(__file__).resolve().parents[2]
@@ -232,21 +233,13 @@ def _tiktoken_own(name: str) -> tiktoken.Encoding:
 
 def test_each_message_is_tokenized_once() -> None:
     counter = TokenCounter()
-    calls = 0
-    original = counter.count_text
-
-    def counting(text: str) -> int:
-        nonlocal calls
-        calls += 1
-        return original(text)
-
-    counter.count_text = counting  # type: ignore[method-assign]
+    calls = count_text_calls(counter)
     chat = [Message(role="user", content=f"message {i}") for i in range(50)]
     counter.count_messages(chat)
-    first = calls
+    first = calls()
     counter.count_messages(chat)
     assert first > 0
-    assert calls == first
+    assert calls() == first
 
 
 def test_tool_schemas_are_counted() -> None:
