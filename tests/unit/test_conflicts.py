@@ -27,6 +27,7 @@ from agentmem.long_term.records import MemoryRecord, RecordFilter
 from agentmem.long_term.store import MemoryStore
 from tests.fake_embedder import HashingEmbedder
 from tests.fakes import ScriptedChatModel
+from tests.threads import run_threads
 from tests.unit.conftest import DIM, Clock
 
 PARIS = "Alice lives in Paris with her two cats"
@@ -406,10 +407,7 @@ def test_threads_writing_one_fact_store_it_once(memory_store: MemoryStore, clock
         decisions.append(resolver.write(memory, record))
 
     threads = [threading.Thread(target=writer, args=(m,)) for m in memories]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=30)
+    run_threads(threads, timeout=30)
     check_stored_once(memories[0], decisions)
 
 
@@ -444,10 +442,7 @@ def test_threads_and_tasks_together_store_it_once(memory_store: MemoryStore, clo
 
     threads = [threading.Thread(target=lambda: asyncio.run(tasks()))]
     threads += [threading.Thread(target=writer, args=(m,)) for m in memories[half:]]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=30)
+    run_threads(threads, timeout=30)
     check_stored_once(memories[0], decisions)
 
 
@@ -679,10 +674,7 @@ def test_threads_writing_batches_store_each_fact_once(
         decisions.extend(resolver.write_many(memory, records))
 
     threads = [threading.Thread(target=writer, args=(m,)) for m in memories]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=30)
+    run_threads(threads, timeout=30)
     assert sorted(d.action for d in decisions) == ["add"] * 2 + ["reinforce"] * (3 * WRITERS - 2)
     kept = {r.content: r for r in stored(memories[0])}
     assert set(kept) == {PARIS, CLIMBING}

@@ -8,7 +8,7 @@ import math
 import re
 import threading
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -20,21 +20,8 @@ from agentmem import TokenCounter
 from agentmem.errors import ConfigurationError, InvalidValueError, StoreError
 from agentmem.stores import InMemorySessionStore
 from agentmem.working import STATE_KEY, WorkingMemory
-
-T0 = datetime(2024, 3, 1, 12, 0, tzinfo=timezone.utc)
-
-
-class FakeClock:
-    """A settable clock for the ``clock=`` hook."""
-
-    def __init__(self, now: datetime = T0) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, **delta: float) -> None:
-        self.now += timedelta(**delta)
+from tests.threads import run_threads
+from tests.unit.conftest import Clock
 
 
 class FlakyStore(InMemorySessionStore):
@@ -57,24 +44,19 @@ def counter() -> TokenCounter:
 
 
 @pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
 def store() -> InMemorySessionStore:
     return InMemorySessionStore()
 
 
 @pytest.fixture
-def wm(clock: FakeClock, store: InMemorySessionStore, counter: TokenCounter) -> WorkingMemory:
+def wm(clock: Clock, store: InMemorySessionStore, counter: TokenCounter) -> WorkingMemory:
     return WorkingMemory(session_id="s1", store=store, clock=clock, token_counter=counter)
 
 
 # -- TTL -----------------------------------------------------------------------------------------
 
 
-def test_ttl_in_seconds_expires_exactly_at_the_deadline(wm: WorkingMemory, clock: FakeClock):
+def test_ttl_in_seconds_expires_exactly_at_the_deadline(wm: WorkingMemory, clock: Clock):
     wm.set_variable("city", "Oslo", ttl=10)
     clock.advance(seconds=9.999)
     assert wm.get_variable("city") == "Oslo"
@@ -83,7 +65,7 @@ def test_ttl_in_seconds_expires_exactly_at_the_deadline(wm: WorkingMemory, clock
     assert wm.get_variable("city", "gone") == "gone"
 
 
-def test_ttl_longer_than_a_day_is_not_wrapped(wm: WorkingMemory, clock: FakeClock):
+def test_ttl_longer_than_a_day_is_not_wrapped(wm: WorkingMemory, clock: Clock):
     # timedelta.seconds wraps every day: a 2-day TTL measured with it never expires correctly.
     wm.set_variable("trip", {"to": "Oslo"}, ttl=timedelta(days=2))
     wm.set_variable("fare", 120, ttl=3 * 86400.0)
@@ -96,13 +78,13 @@ def test_ttl_longer_than_a_day_is_not_wrapped(wm: WorkingMemory, clock: FakeCloc
     assert wm.get_variable("fare") is None
 
 
-def test_short_ttl_still_expired_a_day_later(wm: WorkingMemory, clock: FakeClock):
+def test_short_ttl_still_expired_a_day_later(wm: WorkingMemory, clock: Clock):
     wm.set_variable("otp", "123456", ttl=60)
     clock.advance(days=1, seconds=10)  # elapsed.seconds would be 10 < 60
     assert wm.get_variable("otp") is None
 
 
-def test_resetting_a_variable_restarts_its_ttl(wm: WorkingMemory, clock: FakeClock):
+def test_resetting_a_variable_restarts_its_ttl(wm: WorkingMemory, clock: Clock):
     wm.set_variable("k", 1, ttl=10)
     clock.advance(seconds=8)
     wm.set_variable("k", 2, ttl=10)
@@ -114,7 +96,7 @@ def test_resetting_a_variable_restarts_its_ttl(wm: WorkingMemory, clock: FakeClo
 
 
 def test_expired_variables_are_gone_from_every_read_path(
-    wm: WorkingMemory, clock: FakeClock, store: InMemorySessionStore
+    wm: WorkingMemory, clock: Clock, store: InMemorySessionStore
 ):
     wm.set_variable("short", "s-value", ttl=5)
     wm.set_variable("long", "l-value", ttl=50)
@@ -146,7 +128,7 @@ def test_turn_based_ttl(wm: WorkingMemory):
     assert wm.get_all_variables() == {"goal": "ship it"}
 
 
-def test_clock_or_turn_expiry_whichever_comes_first(wm: WorkingMemory, clock: FakeClock):
+def test_clock_or_turn_expiry_whichever_comes_first(wm: WorkingMemory, clock: Clock):
     wm.set_variable("a", 1, ttl=100, ttl_turns=3)
     wm.set_variable("b", 2, ttl=100, ttl_turns=3)
     wm.advance_turn(3)
@@ -252,7 +234,7 @@ def test_hypothesis_confidence_bounds_are_inclusive(wm: WorkingMemory):
 
 
 def test_scratchpad_keeps_the_last_n_and_counts_the_dropped(
-    store: InMemorySessionStore, clock: FakeClock, counter: TokenCounter
+    store: InMemorySessionStore, clock: Clock, counter: TokenCounter
 ):
     wm = WorkingMemory(
         session_id="s2", store=store, clock=clock, token_counter=counter, max_scratchpad_entries=3
@@ -286,7 +268,7 @@ def _fill(wm: WorkingMemory) -> None:
     wm.advance_turn()
 
 
-def test_state_persists_per_session(store: InMemorySessionStore, clock: FakeClock):
+def test_state_persists_per_session(store: InMemorySessionStore, clock: Clock):
     wm = WorkingMemory(session_id="s1", store=store, clock=clock)
     _fill(wm)
     again = WorkingMemory(session_id="s1", store=store, clock=clock)
@@ -303,7 +285,7 @@ def test_state_persists_per_session(store: InMemorySessionStore, clock: FakeCloc
     assert again.get_variable("city") is None
 
 
-def test_reload_sees_writes_from_another_instance(store: InMemorySessionStore, clock: FakeClock):
+def test_reload_sees_writes_from_another_instance(store: InMemorySessionStore, clock: Clock):
     reader = WorkingMemory(session_id="s1", store=store, clock=clock)
     writer = WorkingMemory(session_id="s1", store=store, clock=clock)
     writer.set_variable("k", "v")
@@ -312,7 +294,7 @@ def test_reload_sees_writes_from_another_instance(store: InMemorySessionStore, c
     assert reader.get_variable("k") == "v"
 
 
-def test_state_persists_through_sqlite(tmp_path: Path, clock: FakeClock):
+def test_state_persists_through_sqlite(tmp_path: Path, clock: Clock):
     sqlite = pytest.importorskip("agentmem.stores.sqlite")
     db = tmp_path / "wm.db"
     first = sqlite.SQLiteSessionStore(db)
@@ -346,7 +328,7 @@ def test_clear_forgets_everything(wm: WorkingMemory, store: InMemorySessionStore
     assert WorkingMemory(session_id="s1", store=store).to_dict() == wm.to_dict()
 
 
-def test_failed_write_leaves_state_unchanged(clock: FakeClock):
+def test_failed_write_leaves_state_unchanged(clock: Clock):
     flaky = FlakyStore()
     wm = WorkingMemory(session_id="s1", store=flaky, clock=clock)
     wm.set_variable("k", 1)
@@ -367,10 +349,7 @@ def test_threads_do_not_lose_updates(wm: WorkingMemory, store: InMemorySessionSt
             wm.set_variable(f"t{n}-{i}", i)
 
     threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_threads(threads)
     assert len(wm.get_all_variables()) == 80
     assert len(WorkingMemory(session_id="s1", store=store).get_all_variables()) == 80
 
@@ -434,7 +413,7 @@ def test_bad_input_raises_and_leaves_state_unchanged(
     assert store.get_state("s1", STATE_KEY) == saved
 
 
-def test_value_size_limit_is_configurable(clock: FakeClock):
+def test_value_size_limit_is_configurable(clock: Clock):
     wm = WorkingMemory(clock=clock, max_value_bytes=10)
     wm.set_variable("k", "12345678")  # 10 bytes as JSON, with the quotes
     with pytest.raises(InvalidValueError, match="limit is 10"):
@@ -473,7 +452,7 @@ def test_no_arguments_works_in_memory():
     assert '- k = "v"' in wm.get_context_for_llm()
 
 
-def test_context_sections_in_priority_order(wm: WorkingMemory, clock: FakeClock):
+def test_context_sections_in_priority_order(wm: WorkingMemory, clock: Clock):
     wm.add_scratchpad_entry("first step")
     wm.add_scratchpad_entry("second step")
     wm.add_hypothesis("weak", 0.2)
@@ -504,7 +483,7 @@ def test_context_sections_in_priority_order(wm: WorkingMemory, clock: FakeClock)
 
 
 def test_tight_budget_keeps_highest_priority_and_says_what_was_left_out(
-    wm: WorkingMemory, clock: FakeClock, counter: TokenCounter
+    wm: WorkingMemory, clock: Clock, counter: TokenCounter
 ):
     for i in range(6):
         wm.set_variable(f"var{i}", f"value number {i}")
@@ -577,7 +556,7 @@ def test_context_never_exceeds_the_budget_and_keeps_the_top_item(
     steps: list[str],
     budget: int | tuple[str, int],
 ):
-    clock = FakeClock()
+    clock = Clock()
     wm = WorkingMemory(clock=clock, token_counter=counter, max_scratchpad_entries=5)
     alone = WorkingMemory(clock=clock, token_counter=counter)
     for key, value in variables:
@@ -628,7 +607,7 @@ def test_context_never_exceeds_the_budget_and_keeps_the_top_item(
 # -- async twins ---------------------------------------------------------------------------------
 
 
-async def test_async_twins(store: InMemorySessionStore, clock: FakeClock, counter: TokenCounter):
+async def test_async_twins(store: InMemorySessionStore, clock: Clock, counter: TokenCounter):
     wm = await WorkingMemory.aopen(session_id="a1", store=store, clock=clock, token_counter=counter)
     await wm.aset_variable("city", "Oslo", ttl=timedelta(days=2))
     await wm.aset_variable("tmp", 1, ttl_turns=1)
@@ -659,7 +638,7 @@ async def test_async_twins(store: InMemorySessionStore, clock: FakeClock, counte
     assert store.get_state("a1", STATE_KEY) == WorkingMemory().to_dict()
 
 
-async def test_async_expiry_purge_is_saved(store: InMemorySessionStore, clock: FakeClock):
+async def test_async_expiry_purge_is_saved(store: InMemorySessionStore, clock: Clock):
     wm = WorkingMemory(session_id="a2", store=store, clock=clock)
     await wm.aset_variable("k", 1, ttl=1)
     clock.advance(seconds=1)
@@ -669,7 +648,7 @@ async def test_async_expiry_purge_is_saved(store: InMemorySessionStore, clock: F
     assert saved["variables"] == {}
 
 
-async def test_concurrent_async_writes_lose_nothing(store: InMemorySessionStore, clock: FakeClock):
+async def test_concurrent_async_writes_lose_nothing(store: InMemorySessionStore, clock: Clock):
     wm = WorkingMemory(session_id="a3", store=store, clock=clock)
     await asyncio.gather(*(wm.aset_variable(f"k{i}", i) for i in range(30)))
     await asyncio.gather(*(wm.apush_task(f"task {i}") for i in range(10)))
@@ -682,7 +661,7 @@ async def test_concurrent_async_writes_lose_nothing(store: InMemorySessionStore,
 # -- one behaviour for sync and async callers ----------------------------------------------------
 
 
-async def test_failed_async_write_leaves_state_unchanged(clock: FakeClock):
+async def test_failed_async_write_leaves_state_unchanged(clock: Clock):
     flaky = FlakyStore()
     wm = WorkingMemory(session_id="s1", store=flaky, clock=clock)
     await wm.aset_variable("k", 1)
@@ -696,7 +675,7 @@ async def test_failed_async_write_leaves_state_unchanged(clock: FakeClock):
     assert await wm.ato_dict() == before
 
 
-def test_threads_and_tasks_together_lose_nothing(store: InMemorySessionStore, clock: FakeClock):
+def test_threads_and_tasks_together_lose_nothing(store: InMemorySessionStore, clock: Clock):
     wm = WorkingMemory(session_id="mix", store=store, clock=clock)
 
     def sync_worker(n: int) -> None:
@@ -708,10 +687,7 @@ def test_threads_and_tasks_together_lose_nothing(store: InMemorySessionStore, cl
 
     threads = [threading.Thread(target=sync_worker, args=(n,)) for n in range(3)]
     threads.append(threading.Thread(target=asyncio.run, args=(async_workers(),)))
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_threads(threads)
     assert len(wm.get_all_variables()) == 75
     assert len(WorkingMemory(session_id="mix", store=store).get_all_variables()) == 75
 
@@ -729,7 +705,7 @@ class CountingStore(InMemorySessionStore):
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
-async def test_reads_write_only_to_save_a_purge(clock: FakeClock, mode: str):
+async def test_reads_write_only_to_save_a_purge(clock: Clock, mode: str):
     store = CountingStore()
     wm = WorkingMemory(session_id="s1", store=store, clock=clock)
     wm.set_variable("short", 1, ttl=1)
