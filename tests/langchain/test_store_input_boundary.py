@@ -14,7 +14,7 @@ import math
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from langgraph.store.base import (
@@ -175,52 +175,52 @@ def still_stored(store: AgentMemoryStore, clock: Clock) -> bool:
         clock.now += EXPIRED_FOR
 
 
-STORE_CALLS: list[tuple[str, str, dict[str, Any], str]] = [
-    ("search limit -1", "search", {"limit": -1}, "search limit"),
-    ("search limit nan", "search", {"limit": math.nan}, "search limit"),
-    ("search offset -1", "search", {"offset": -1}, "search offset"),
-    ("list max_depth -1", "list_namespaces", {"max_depth": -1}, "max_depth"),
-    ("list limit -1", "list_namespaces", {"limit": -1}, "list_namespaces limit"),
+class StoreCall(NamedTuple):
+    """Paging the store refuses: ``method(**kwargs)`` raises an error naming ``named``."""
+
+    method: str
+    kwargs: dict[str, Any]
+    named: str
+
+    def args(self) -> tuple[Any, ...]:
+        return (("alice",),) if self.method == "search" else ()
+
+
+STORE_CALLS = [
+    pytest.param(StoreCall("search", {"limit": -1}, "search limit"), id="search limit -1"),
+    pytest.param(StoreCall("search", {"limit": math.nan}, "search limit"), id="search limit nan"),
+    pytest.param(StoreCall("search", {"offset": -1}, "search offset"), id="search offset -1"),
+    pytest.param(
+        StoreCall("list_namespaces", {"max_depth": -1}, "max_depth"), id="list max_depth -1"
+    ),
+    pytest.param(
+        StoreCall("list_namespaces", {"limit": -1}, "list_namespaces limit"), id="list limit -1"
+    ),
 ]
-STORE_IDS = [c[0] for c in STORE_CALLS]
-
-
-def call_args(method: str) -> tuple[Any, ...]:
-    return (("alice",),) if method == "search" else ()
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize(("case", "method", "kwargs", "named"), STORE_CALLS, ids=STORE_IDS)
+@pytest.mark.parametrize("call", STORE_CALLS)
 def test_store_refuses_bad_paging_and_deletes_nothing(
-    expiring: AgentMemoryStore,
-    clock: Clock,
-    case: str,
-    method: str,
-    kwargs: dict[str, Any],
-    named: str,
+    expiring: AgentMemoryStore, clock: Clock, call: StoreCall
 ) -> None:
-    with pytest.raises(ConfigurationError, match=named) as info:
-        getattr(expiring, method)(*call_args(method), **kwargs)
+    with pytest.raises(ConfigurationError, match=call.named) as info:
+        getattr(expiring, call.method)(*call.args(), **call.kwargs)
     assert isinstance(info.value, AgentMemError)
     assert still_stored(expiring, clock)
-    getattr(expiring, method)(*call_args(method))  # a valid call deletes the expired item
+    getattr(expiring, call.method)(*call.args())  # a valid call deletes the expired item
     assert not still_stored(expiring, clock)
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize(("case", "method", "kwargs", "named"), STORE_CALLS, ids=STORE_IDS)
+@pytest.mark.parametrize("call", STORE_CALLS)
 async def test_async_store_refuses_bad_paging_and_deletes_nothing(
-    expiring: AgentMemoryStore,
-    clock: Clock,
-    case: str,
-    method: str,
-    kwargs: dict[str, Any],
-    named: str,
+    expiring: AgentMemoryStore, clock: Clock, call: StoreCall
 ) -> None:
-    with pytest.raises(ConfigurationError, match=named):
-        await getattr(expiring, "a" + method)(*call_args(method), **kwargs)
+    with pytest.raises(ConfigurationError, match=call.named):
+        await getattr(expiring, "a" + call.method)(*call.args(), **call.kwargs)
     assert still_stored(expiring, clock)
-    await getattr(expiring, "a" + method)(*call_args(method))
+    await getattr(expiring, "a" + call.method)(*call.args())
     assert not still_stored(expiring, clock)
 
 
