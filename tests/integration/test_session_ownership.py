@@ -133,14 +133,24 @@ def test_manager_from_parts(deployment: Deployment) -> None:
     )
 
 
-def test_manager_open(deployment: Deployment) -> None:
+@pytest.mark.parametrize(
+    ("opener", "embedder_arg"),
+    [
+        pytest.param(MemoryManager.open, "embedder", id="MemoryManager.open"),
+        pytest.param(AgentMemory.from_defaults, "embed_model", id="AgentMemory.from_defaults"),
+    ],
+)
+def test_opening_the_home(
+    deployment: Deployment, opener: Callable[..., object], embedder_arg: str
+) -> None:
+    """The doors that open the home themselves (their embedder argument is named apart)."""
     assert_refused(
         deployment,
-        lambda: MemoryManager.open(
+        lambda: opener(
             user_id="bob",
             session_id=deployment.session,
             home=deployment.home,
-            embedder=HashingEmbedder(DIM),
+            **{embedder_arg: HashingEmbedder(DIM)},
         ),
     )
 
@@ -158,18 +168,6 @@ def test_llamaindex_agent_memory_from_service(deployment: Deployment) -> None:
     service, session = deployment.service, deployment.session
     assert_refused(
         deployment, lambda: AgentMemory.from_service(service, user_id="bob", session_id=session)
-    )
-
-
-def test_llamaindex_agent_memory_from_defaults(deployment: Deployment) -> None:
-    assert_refused(
-        deployment,
-        lambda: AgentMemory.from_defaults(
-            user_id="bob",
-            session_id=deployment.session,
-            home=deployment.home,
-            embed_model=HashingEmbedder(DIM),
-        ),
     )
 
 
