@@ -106,6 +106,12 @@ def _write(path: Path, data: bytes | str) -> Path:
     return path
 
 
+def bobs_file(command: str, name: str, data: bytes | str) -> Callable[[Path], list[str]]:
+    """A case's ``make``: ``agentmem COMMAND FILE --user bob`` on the file ``name`` holding
+    ``data``, written into the case's directory."""
+    return lambda d: [command, str(_write(d / name, data)), "--user", "bob"]
+
+
 CHAT_LINE = '{"role": "user", "content": "I indent with tabs"}\n'
 
 
@@ -130,90 +136,55 @@ CASES = [
     ),
     Case(
         "ingest: not UTF-8",
-        lambda d: [
+        bobs_file(
             "ingest",
-            str(
-                _write(
-                    d / "latin1.jsonl",
-                    CHAT_LINE.encode() + b'{"role": "user", "content": "caf\xe9"}\n',
-                )
-            ),
-            "--user",
-            "bob",
-        ],
+            "latin1.jsonl",
+            CHAT_LINE.encode() + b'{"role": "user", "content": "caf\xe9"}\n',
+        ),
         ("latin1.jsonl:2: not UTF-8", "byte 0xe9 at column 33", "save the chat file as UTF-8"),
     ),
     Case(
         "ingest: malformed line",
-        lambda d: [
-            "ingest",
-            str(_write(d / "chats.jsonl", CHAT_LINE * 2 + '{"role": "user", "content": \n')),
-            "--user",
-            "bob",
-        ],
+        bobs_file("ingest", "chats.jsonl", CHAT_LINE * 2 + '{"role": "user", "content": \n'),
         ("chats.jsonl:3: not JSON", "one JSON object per line"),
     ),
     Case(
         "ingest: a line that is not a message",
-        lambda d: [
-            "ingest",
-            str(_write(d / "chats.jsonl", CHAT_LINE + '{"role": "robot", "content": "x"}\n')),
-            "--user",
-            "bob",
-        ],
+        bobs_file("ingest", "chats.jsonl", CHAT_LINE + '{"role": "robot", "content": "x"}\n'),
         ("chats.jsonl:2: not a chat message", "unknown message role 'robot'"),
     ),
     Case(
         "ingest: LoCoMo turn without dia_id",
-        lambda d: [
+        bobs_file(
             "ingest",
-            str(
-                _write(
-                    d / "locomo.json",
-                    json.dumps(
-                        [{"conversation": {"session_1": [{"speaker": "Ann", "text": "Hi"}]}}]
-                    ),
-                )
-            ),
-            "--user",
-            "bob",
-        ],
+            "locomo.json",
+            json.dumps([{"conversation": {"session_1": [{"speaker": "Ann", "text": "Hi"}]}}]),
+        ),
         ("locomo.json: sample 0 (0): conversation.session_1[0] has no 'dia_id'",),
     ),
     Case(
         "ingest: LoCoMo turn too long for one memory",
-        lambda d: [
+        bobs_file(
             "ingest",
-            str(
-                _write(
-                    d / "locomo.json",
-                    json.dumps(
-                        [
-                            {
-                                "sample_id": "conv-9",
-                                "conversation": {
-                                    "session_1": [
-                                        {"speaker": "Ann", "dia_id": "D1:1", "text": "x" * 40_000}
-                                    ]
-                                },
-                            }
-                        ]
-                    ),
-                )
+            "locomo.json",
+            json.dumps(
+                [
+                    {
+                        "sample_id": "conv-9",
+                        "conversation": {
+                            "session_1": [
+                                {"speaker": "Ann", "dia_id": "D1:1", "text": "x" * 40_000}
+                            ]
+                        },
+                    }
+                ]
             ),
-            "--user",
-            "bob",
-        ],
+        ),
         ("sample 0 (conv-9): conversation.session_1[0] makes a memory of 40,012 characters",),
     ),
     Case(
         "ingest: a lone surrogate in a message",
-        lambda d: [
-            "ingest",
-            str(_write(d / "chats.jsonl", '{"role": "user", "content": "hi \\ud800"}\n')),
-            "--user",
-            "bob",
-        ],
+        bobs_file("ingest", "chats.jsonl", '{"role": "user", "content": "hi \\ud800"}\n'),
         ("chats.jsonl:1: not a chat message", "lone surrogate"),
     ),
     Case(
@@ -228,51 +199,40 @@ CASES = [
     ),
     Case(
         "import: not UTF-8",
-        lambda d: ["import", str(_write(d / "dump.jsonl", b"\xff\xfe{}\n")), "--user", "bob"],
+        bobs_file("import", "dump.jsonl", b"\xff\xfe{}\n"),
         ("dump.jsonl:1: not UTF-8 (byte 0xff at column 1)",),
     ),
     Case(
         "import: wrong format (a chat file)",
-        lambda d: ["import", str(_write(d / "chats.jsonl", CHAT_LINE)), "--user", "bob"],
+        bobs_file("import", "chats.jsonl", CHAT_LINE),
         ("chats.jsonl:1: a chat message, not a memory record", "agentmem ingest"),
     ),
     Case(
         "import: wrong format (a LoCoMo file)",
-        lambda d: ["import", str(_write(d / "locomo.json", "[]\n")), "--user", "bob"],
+        bobs_file("import", "locomo.json", "[]\n"),
         ("locomo.json is a JSON list", "agentmem ingest"),
     ),
     Case(
         "import: a record without its type",
-        lambda d: [
-            "import",
-            str(_write(d / "dump.jsonl", '{"content": "tabs", "scope": {"user_id": "a"}}\n')),
-            "--user",
-            "bob",
-        ],
+        bobs_file("import", "dump.jsonl", '{"content": "tabs", "scope": {"user_id": "a"}}\n'),
         ("dump.jsonl:1: not a memory record: field 'memory_type' is missing",),
     ),
     Case(
         "import: a vector of another model",
-        lambda d: [
+        bobs_file(
             "import",
-            str(
-                _write(
-                    d / "dump.jsonl",
-                    json.dumps(
-                        {
-                            "content": "tabs",
-                            "memory_type": "semantic",
-                            "scope": {"user_id": "a"},
-                            "vector": [0.0] * 384,
-                            "vector_model": "text-embedding-3-small",
-                        }
-                    )
-                    + "\n",
-                )
-            ),
-            "--user",
-            "bob",
-        ],
+            "dump.jsonl",
+            json.dumps(
+                {
+                    "content": "tabs",
+                    "memory_type": "semantic",
+                    "scope": {"user_id": "a"},
+                    "vector": [0.0] * 384,
+                    "vector_model": "text-embedding-3-small",
+                }
+            )
+            + "\n",
+        ),
         ("dump.jsonl:1: the vector was made by 'text-embedding-3-small'",),
     ),
     Case(
