@@ -41,6 +41,7 @@ import pytest
 from tests.processes import StopOnExit
 
 __all__ = [
+    "API_KEY",
     "AdapterFactory",
     "Behaviour",
     "Delay",
@@ -53,6 +54,9 @@ __all__ = [
     "factory_fixtures",
     "stub_embedding",
 ]
+
+#: A key shaped like OpenAI's, for the adapters' tests (which check that errors never show it).
+API_KEY = "sk-test-0123456789abcdef"
 
 
 @dataclass(frozen=True)

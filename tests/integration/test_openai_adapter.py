@@ -17,11 +17,18 @@ from agentmem.errors import (
 )
 from agentmem.llm import complete_json
 from agentmem.llm.openai import OpenAIChatModel
-from tests.stub_openai import Delay, ErrorStatus, Malformed, Reply, StubOpenAI, factory_fixtures
+from tests.stub_openai import (
+    API_KEY,
+    Delay,
+    ErrorStatus,
+    Malformed,
+    Reply,
+    StubOpenAI,
+    factory_fixtures,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
-API_KEY = "sk-test-0123456789abcdef"
 ASK = [{"role": "user", "content": "Remember: I only write Python."}]
 
 

@@ -16,6 +16,7 @@ from agentmem.errors import (
     LLMTimeoutError,
 )
 from tests.stub_openai import (
+    API_KEY,
     Delay,
     EmbeddingReply,
     ErrorStatus,
@@ -27,7 +28,6 @@ from tests.stub_openai import (
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
-API_KEY = "sk-test-0123456789abcdef"
 Factory = Callable[..., OpenAIEmbedder]
 
 
