@@ -176,50 +176,42 @@ def at(relative: str) -> Callable[[Path], Path]:
     return lambda home: home / relative
 
 
-# file kind -> (store, pristine home, where the file is)
-FILE_KINDS: dict[str, tuple[str, str, Callable[[Path], Path]]] = {
-    "edge_config.json": ("edge", "plain", at("long_term/edge_config.json")),
-    "agentmem-manifest.json": ("edge", "plain", at("long_term/agentmem-manifest.json")),
-    "segment.json": ("edge", "plain", segment_file("segment.json")),
-    "version.info": ("edge", "plain", segment_file("version.info")),
-    "mutable_id_tracker.mappings": ("edge", "plain", segment_file("mutable_id_tracker.mappings")),
-    "mutable_id_tracker.versions": ("edge", "plain", segment_file("mutable_id_tracker.versions")),
-    "payload_index/config.json": ("edge", "plain", segment_file("payload_index/config.json")),
-    "payload_storage/page_0.dat": ("edge", "plain", segment_file("payload_storage/page_0.dat")),
-    "vectors/chunk_0.mmap": (
-        "edge",
-        "plain",
-        segment_file("vector_storage-dense/vectors/chunk_0.mmap"),
-    ),
-    "wal/first-index": ("edge", "plain", at("long_term/wal/first-index")),
-    "wal/open-1": ("edge", "plain", at("long_term/wal/open-1")),
+# (store, pristine home) -> file kind -> where the file is
+FILES_BY_HOME: dict[tuple[str, str], dict[str, Callable[[Path], Path]]] = {
+    ("edge", "plain"): {
+        "edge_config.json": at("long_term/edge_config.json"),
+        "agentmem-manifest.json": at("long_term/agentmem-manifest.json"),
+        "segment.json": segment_file("segment.json"),
+        "version.info": segment_file("version.info"),
+        "mutable_id_tracker.mappings": segment_file("mutable_id_tracker.mappings"),
+        "mutable_id_tracker.versions": segment_file("mutable_id_tracker.versions"),
+        "payload_index/config.json": segment_file("payload_index/config.json"),
+        "payload_storage/page_0.dat": segment_file("payload_storage/page_0.dat"),
+        "vectors/chunk_0.mmap": segment_file("vector_storage-dense/vectors/chunk_0.mmap"),
+        "wal/first-index": at("long_term/wal/first-index"),
+        "wal/open-1": at("long_term/wal/open-1"),
+    },
     # An indexed store: generations, and an optimized segment's own files.
-    "CURRENT (indexed)": ("edge", "indexed", at("long_term/CURRENT")),
-    "id_tracker.mappings (indexed)": ("edge", "indexed", indexed_file("id_tracker.mappings")),
-    "id_tracker.versions (indexed)": ("edge", "indexed", indexed_file("id_tracker.versions")),
-    "version.info (indexed)": ("edge", "indexed", indexed_file("version.info")),
-    "HNSW links (indexed)": (
-        "edge",
-        "indexed",
-        indexed_file("vector_index-dense/links_compressed.bin"),
-    ),
-    "dense matrix.dat (indexed)": (
-        "edge",
-        "indexed",
-        indexed_file("vector_storage-dense/matrix.dat"),
-    ),
-    "int8 quantized.data (indexed)": (
-        "edge",
-        "indexed",
-        indexed_file("vector_storage-dense/quantized.data"),
-    ),
-    "BM25 inverted_index.dat (indexed)": (
-        "edge",
-        "indexed",
-        indexed_file("vector_index-bm25/inverted_index.dat"),
-    ),
-    "sessions.db": ("sqlite", "plain", at("sessions.db")),
-    "sessions.db.identity.json": ("sqlite", "plain", at("sessions.db.identity.json")),
+    ("edge", "indexed"): {
+        "CURRENT (indexed)": at("long_term/CURRENT"),
+        "id_tracker.mappings (indexed)": indexed_file("id_tracker.mappings"),
+        "id_tracker.versions (indexed)": indexed_file("id_tracker.versions"),
+        "version.info (indexed)": indexed_file("version.info"),
+        "HNSW links (indexed)": indexed_file("vector_index-dense/links_compressed.bin"),
+        "dense matrix.dat (indexed)": indexed_file("vector_storage-dense/matrix.dat"),
+        "int8 quantized.data (indexed)": indexed_file("vector_storage-dense/quantized.data"),
+        "BM25 inverted_index.dat (indexed)": indexed_file("vector_index-bm25/inverted_index.dat"),
+    },
+    ("sqlite", "plain"): {
+        "sessions.db": at("sessions.db"),
+        "sessions.db.identity.json": at("sessions.db.identity.json"),
+    },
+}
+# file kind -> (store, pristine home, where the file is)
+FILE_KINDS = {
+    kind: (store, home, where)
+    for (store, home), files in FILES_BY_HOME.items()
+    for kind, where in files.items()
 }
 
 CASES = [(kind, damage) for kind in FILE_KINDS for damage in DAMAGES]
