@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 
 import pytest
@@ -23,6 +24,13 @@ from llamaindex_agentmem._convert import from_agentmem, to_agentmem
 
 def roundtrip(message: ChatMessage) -> ChatMessage:
     return from_agentmem(to_agentmem(message))
+
+
+def assert_comes_back(message: ChatMessage) -> None:
+    """``message`` comes back with the role, content and additional_kwargs it had."""
+    expected = (message.role, message.content, copy.deepcopy(message.additional_kwargs))
+    back = roundtrip(message)
+    assert (back.role, back.content, back.additional_kwargs) == expected
 
 
 def test_tool_call_blocks_become_counted_tool_calls_and_come_back() -> None:
@@ -78,24 +86,14 @@ def test_tool_result_keeps_its_call_id() -> None:
     )
     ours = to_agentmem(message)
     assert (ours.role, ours.tool_call_id) == ("tool", "c1")
-    back = roundtrip(message)
-    assert (back.role, back.content, back.additional_kwargs) == (
-        MessageRole.TOOL,
-        "21 degrees",
-        {"tool_call_id": "c1"},
-    )
+    assert_comes_back(message)
 
 
 def test_return_direct_answer_with_call_id_is_accepted() -> None:
     # FunctionAgent writes an assistant message carrying the tool_call_id of a
     # return_direct tool; it must be stored and restored as is.
     message = ChatMessage(role="assistant", content="42", additional_kwargs={"tool_call_id": "c7"})
-    back = roundtrip(message)
-    assert (back.role, back.content, back.additional_kwargs) == (
-        MessageRole.ASSISTANT,
-        "42",
-        {"tool_call_id": "c7"},
-    )
+    assert_comes_back(message)
 
 
 def test_tool_result_without_call_id_is_kept_as_text() -> None:
