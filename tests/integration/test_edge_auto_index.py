@@ -15,33 +15,22 @@ import textwrap
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from agentmem.errors import ConfigurationError, StoreCorruptedError
-from agentmem.long_term.records import MemoryRecord, RecordFilter, Scope
-from agentmem.long_term.store import SparseVector
+from agentmem.long_term.records import MemoryRecord, RecordFilter
 from agentmem.stores.qdrant.edge import AutoIndex, QdrantEdgeStore
+from tests.edge_writes import ALICE, write_random
 
 pytestmark = pytest.mark.integration
 
 DIM = 32
-ALICE = Scope(user_id="alice")
 ROOT = Path(__file__).resolve().parents[2]
 LOW = AutoIndex(min_unindexed=1_500, check_every=250)
 
 
 def write(store: QdrantEdgeStore, n: int, tag: str, seed: int = 0) -> list[MemoryRecord]:
-    rng = np.random.default_rng(seed)
-    records = [MemoryRecord.new(f"{tag} {i}", "semantic", scope=ALICE) for i in range(n)]
-    for start in range(0, n, 250):
-        chunk = records[start : start + 250]
-        store.upsert(
-            chunk,
-            rng.normal(size=(len(chunk), DIM)).tolist(),
-            [SparseVector([i], [1.0]) for i in range(len(chunk))],
-        )
-    return records
+    return write_random(store, n, dimension=DIM, tag=tag, seed=seed, batch=250)
 
 
 def wait_until(predicate: object, timeout: float = 120.0) -> None:

@@ -16,38 +16,24 @@ import numpy as np
 import pytest
 import qdrant_edge as qe
 
-from agentmem.long_term.records import MemoryRecord, RecordFilter, Scope
+from agentmem.long_term.records import MemoryRecord, RecordFilter
 from agentmem.long_term.store import DENSE_VECTOR as DENSE
-from agentmem.long_term.store import SparseVector
 from agentmem.stores import points as pt
 from agentmem.stores.qdrant import edge as edge_module
 from agentmem.stores.qdrant._edge_shard import lazy_layout
 from agentmem.stores.qdrant.edge import AutoIndex, QdrantEdgeStore
+from tests.edge_writes import ALICE, write_random
 
 pytestmark = pytest.mark.integration
 
 DIM = 16
-ALICE = Scope(user_id="alice")
 LOW = AutoIndex(min_unindexed=1_500, check_every=250)
 OFF = AutoIndex(enabled=False)
 
 
-def write(store: QdrantEdgeStore, n: int) -> list[MemoryRecord]:
-    rng = np.random.default_rng(7)
-    records = [MemoryRecord.new(f"note {i}", "semantic", scope=ALICE) for i in range(n)]
-    for start in range(0, n, 500):
-        chunk = records[start : start + 500]
-        store.upsert(
-            chunk,
-            rng.normal(size=(len(chunk), DIM)).tolist(),
-            [SparseVector([i], [1.0]) for i in range(len(chunk))],
-        )
-    return records
-
-
 def indexed_store(path: Path, n: int) -> tuple[QdrantEdgeStore, list[MemoryRecord]]:
     store = QdrantEdgeStore(path, dimension=DIM, auto_index=LOW)
-    records = write(store, n)
+    records = write_random(store, n, dimension=DIM, tag="note", seed=7, batch=500)
     store.wait_for_index(240)
     store.optimize()  # Edge's counters are exact again (small segments stay unindexed)
     assert store.unindexed_estimate() < 600
