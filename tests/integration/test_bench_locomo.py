@@ -9,29 +9,17 @@ from typing import Any
 import pytest
 
 from bench.locomo import main
+from tests.locomo_files import locomo_sample, locomo_turn
 
 pytestmark = pytest.mark.integration
-
-
-def _turn(speaker: str, dia_id: str, text: str, **extra: str) -> dict[str, str]:
-    return {"speaker": speaker, "dia_id": dia_id, "text": text, **extra}
 
 
 def _sample(
     sample_id: str, sessions: list[list[dict[str, str]]], qa: list[dict[str, Any]]
 ) -> dict[str, Any]:
-    conversation: dict[str, Any] = {"speaker_a": "Caroline", "speaker_b": "Melanie"}
-    for n, turns in enumerate(sessions, start=1):
-        conversation[f"session_{n}_date_time"] = f"1:{10 + n} pm on {n} May, 2023"
-        conversation[f"session_{n}"] = turns
-    return {
-        "sample_id": sample_id,
-        "conversation": conversation,
-        "qa": qa,
-        "observation": {},
-        "session_summary": {},
-        "event_summary": {},
-    }
+    return locomo_sample(
+        sample_id, sessions, qa=qa, observation={}, session_summary={}, event_summary={}
+    )
 
 
 def _write_tiny_locomo(path: Path) -> None:
@@ -39,19 +27,23 @@ def _write_tiny_locomo(path: Path) -> None:
         "conv-a",
         [
             [
-                _turn("Caroline", "D1:1", "Hey Mel! How was your weekend?"),
-                _turn("Melanie", "D1:2", "Great, I went hiking in the mountains with my kids."),
-                _turn("Caroline", "D1:3", "I adopted a golden retriever puppy named Biscuit!"),
+                locomo_turn("Caroline", "D1:1", "Hey Mel! How was your weekend?"),
+                locomo_turn(
+                    "Melanie", "D1:2", "Great, I went hiking in the mountains with my kids."
+                ),
+                locomo_turn(
+                    "Caroline", "D1:3", "I adopted a golden retriever puppy named Biscuit!"
+                ),
             ],
             [
-                _turn("Melanie", "D2:1", "I started pottery classes on Tuesdays."),
-                _turn(
+                locomo_turn("Melanie", "D2:1", "I started pottery classes on Tuesdays."),
+                locomo_turn(
                     "Caroline",
                     "D2:2",
                     "Look at my new painting.",
                     blip_caption="a photo of a sunset over a lake",
                 ),
-                _turn("Melanie", "D2:3", "My favourite book is Charlotte's Web."),
+                locomo_turn("Melanie", "D2:3", "My favourite book is Charlotte's Web."),
             ],
         ],
         [
@@ -74,8 +66,8 @@ def _write_tiny_locomo(path: Path) -> None:
         "conv b/2",  # not a valid scope id as is
         [
             [
-                _turn("Caroline", "D1:1", "I'm moving to Sweden next spring."),
-                _turn("Melanie", "D1:2", "Wow! I just bought a red bicycle."),
+                locomo_turn("Caroline", "D1:1", "I'm moving to Sweden next spring."),
+                locomo_turn("Melanie", "D1:2", "Wow! I just bought a red bicycle."),
             ]
         ],
         [

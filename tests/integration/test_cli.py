@@ -10,6 +10,7 @@ import pytest
 
 from agentmem.cli import main
 from agentmem.cli.common import NO_LLM_STATUS
+from tests.locomo_files import locomo_sample, locomo_turn
 from tests.processes import child_env, run_python
 
 pytestmark = pytest.mark.integration
@@ -161,18 +162,13 @@ def test_an_edited_export_with_a_bad_subtype_imports_nothing(
 def test_locomo_file_is_ingested_one_memory_per_turn(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    sample = {
-        "sample_id": "conv-1",
-        "conversation": {
-            "speaker_a": "Ann",
-            "speaker_b": "Bo",
-            "session_1_date_time": "1:56 pm on 8 May, 2023",
-            "session_1": [
-                {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a puppy named Biscuit"},
-                {"speaker": "Bo", "dia_id": "D1:2", "text": "Lovely!", "blip_caption": "a dog"},
-            ],
-        },
-    }
+    session = [
+        locomo_turn("Ann", "D1:1", "I adopted a puppy named Biscuit"),
+        locomo_turn("Bo", "D1:2", "Lovely!", blip_caption="a dog"),
+    ]
+    sample = locomo_sample(
+        "conv-1", [session], speakers=("Ann", "Bo"), dates=["1:56 pm on 8 May, 2023"]
+    )
     data = tmp_path / "locomo.json"
     data.write_text(json.dumps([sample]), encoding="utf-8")
     home = str(tmp_path / "home")

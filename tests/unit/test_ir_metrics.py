@@ -20,6 +20,7 @@ from bench._locomo_data import (
     scope_id,
     turn_text,
 )
+from tests.locomo_files import locomo_sample, locomo_turn
 
 INV_LOG3 = 1 / math.log2(3)
 
@@ -165,29 +166,25 @@ def test_turn_text_and_scope_id() -> None:
 
 
 def test_load_locomo_cleans_and_counts(tmp_path: Path) -> None:
-    sample = {
-        "sample_id": "conv-1",
-        "conversation": {
-            "speaker_a": "A",
-            "speaker_b": "B",
-            "session_1_date_time": "1:56 pm on 8 May, 2023",
-            "session_1": [
-                {"speaker": "A", "dia_id": "D1:1", "text": "hi"},
-                {"speaker": "B", "dia_id": "D1:2", "text": "yo", "blip_caption": "a dog"},
-            ],
-            "session_2_date_time": "garbled",
-            "session_2": [{"speaker": "A", "dia_id": "D2:1", "text": "bye"}],
-        },
-        "qa": [
+    sessions = [
+        [locomo_turn("A", "D1:1", "hi"), locomo_turn("B", "D1:2", "yo", blip_caption="a dog")],
+        [locomo_turn("A", "D2:1", "bye")],
+    ]
+    sample = locomo_sample(
+        "conv-1",
+        sessions,
+        speakers=("A", "B"),
+        dates=["1:56 pm on 8 May, 2023", "garbled"],
+        qa=[
             {"question": "q1", "answer": "a", "evidence": ["D1:1; D2:01"], "category": 1},
             {"question": "q2", "answer": "a", "evidence": ["D"], "category": 2},
             {"question": "q3", "answer": "a", "evidence": [], "category": 3},
             {"question": "q4", "adversarial_answer": "a", "evidence": ["D9:9"], "category": 5},
         ],
-        "observation": {},
-        "session_summary": {},
-        "event_summary": {},
-    }
+        observation={},
+        session_summary={},
+        event_summary={},
+    )
     path = tmp_path / "tiny.json"
     path.write_text(json.dumps([sample]), encoding="utf-8")
 
