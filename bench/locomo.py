@@ -52,6 +52,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +61,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # run as a script: make `bench` importable
 
 from agentmem.ingest import CONTEXT_TURNS, locomo_records  # noqa: E402
-from bench._common import environment, peak_rss_mb, percentile, print_table, write_json  # noqa: E402
+from bench._common import environment, peak_rss_mb, percentile, print_table, run_on_data  # noqa: E402
 from bench._embed_cache import DEFAULT_CACHE_DIR, DiskCachedEmbedder  # noqa: E402
 from bench._ir_metrics import METRICS, aggregate, score_ranking  # noqa: E402
 from bench._locomo_data import (  # noqa: E402
@@ -609,18 +610,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown:
         print(f"unknown mode(s) {unknown}; choose from dense, bm25, hybrid", file=sys.stderr)
         return 2
-    if not args.data.is_file():
-        print(
-            f"no data file at {args.data}: download it from {LOCOMO_SOURCE} to "
-            f"{DEFAULT_DATA}, or pass --data PATH",
-            file=sys.stderr,
-        )
-        return 2
-    report = run(args)
-    _print_report(report, args.k)
-    write_json(args.out, report)
-    print(f"wrote {args.out}")
-    return 0
+    missing = f"download it from {LOCOMO_SOURCE} to {DEFAULT_DATA}, or pass --data PATH"
+    return run_on_data(args, run, partial(_print_report, ks=args.k), missing=missing)
 
 
 if __name__ == "__main__":
