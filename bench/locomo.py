@@ -63,7 +63,7 @@ if str(ROOT) not in sys.path:
 from agentmem.ingest import CONTEXT_TURNS, locomo_records  # noqa: E402
 from bench._common import environment, peak_rss_mb, percentile, print_table, run_on_data  # noqa: E402
 from bench._embed_cache import DEFAULT_CACHE_DIR, DiskCachedEmbedder  # noqa: E402
-from bench._ir_metrics import METRICS, aggregate, score_ranking  # noqa: E402
+from bench._ir_metrics import METRICS, aggregate, parse_ks, score_ranking  # noqa: E402
 from bench._locomo_data import (  # noqa: E402
     CleanupStats,
     Conversation,
@@ -99,14 +99,6 @@ LEVER_GRID: dict[str, tuple[dict[str, Any], ...]] = {
         {"hops": 1, "hop_weight": 0.8, "feedback_weight": 0.3, "session_weight": 0.1},
     ),
 }
-
-
-def _ints(text: str) -> list[int]:
-    values = sorted({int(v) for v in text.split(",") if v.strip()})
-    if not values or values[0] < 1:
-        msg = f"expected comma-separated positive integers, got {text!r}"
-        raise argparse.ArgumentTypeError(msg)
-    return values
 
 
 def _optional_float(text: str) -> float | None:
@@ -559,7 +551,7 @@ def _parser() -> argparse.ArgumentParser:
         type=lambda s: [m.strip() for m in s.split(",") if m.strip()],
         default=["dense", "bm25", "hybrid"],
     )
-    parser.add_argument("--k", type=_ints, default=[1, 3, 5, 10, 25, 50])
+    parser.add_argument("--k", type=parse_ks, default=[1, 3, 5, 10, 25, 50])
     parser.add_argument("--limit-conversations", type=int, default=0)
     parser.add_argument(
         "--limit-questions", type=int, default=0, help="first N questions per conversation"

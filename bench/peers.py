@@ -65,7 +65,7 @@ if str(ROOT) not in sys.path:
 from agentmem.ingest import CONTEXT_TURNS, turn_text  # noqa: E402
 from bench._common import environment, peak_rss_mb, percentile, print_table, run_on_data  # noqa: E402
 from bench._embed_cache import DEFAULT_CACHE_DIR, DiskCachedEmbedder  # noqa: E402
-from bench._ir_metrics import aggregate, score_ranking  # noqa: E402
+from bench._ir_metrics import aggregate, parse_ks, score_ranking  # noqa: E402
 from bench._locomo_data import load_locomo, scope_id  # noqa: E402
 from bench._peers import PEERS, AgentmemSystem, System, VectorTable  # noqa: E402
 
@@ -136,14 +136,6 @@ class NetworkGuard:
         self.attempts.append(str(address[0]))
         msg = f"bench/peers.py is offline: refused a connection to {address[0]!r}"
         raise OSError(msg)
-
-
-def _ints(text: str) -> list[int]:
-    values = sorted({int(v) for v in text.split(",") if v.strip()})
-    if not values or values[0] < 1:
-        msg = f"expected comma-separated positive integers, got {text!r}"
-        raise argparse.ArgumentTypeError(msg)
-    return values
 
 
 def _names(text: str) -> list[str]:
@@ -356,7 +348,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--systems", type=_names, default=list(SYSTEMS))
-    parser.add_argument("--k", type=_ints, default=[1, 3, 5, 10])
+    parser.add_argument("--k", type=parse_ks, default=[1, 3, 5, 10])
     parser.add_argument("--limit-conversations", type=int, default=0)
     parser.add_argument(
         "--limit-questions", type=int, default=0, help="first N questions per conversation"
