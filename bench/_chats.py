@@ -245,13 +245,8 @@ def to_llamaindex(messages: Sequence[Message]) -> list[Any]:
 
     out = []
     for m in messages:
-        extra: dict[str, Any] = {}
-        if m.name is not None:
-            extra["name"] = m.name
-        if m.tool_calls:
-            extra["tool_calls"] = [c.to_dict() for c in m.tool_calls]
-        if m.tool_call_id is not None:
-            extra["tool_call_id"] = m.tool_call_id
+        # name, tool_calls and tool_call_id, in the OpenAI wire format, when set.
+        extra = {k: v for k, v in m.to_dict().items() if k not in ("role", "content")}
         out.append(ChatMessage(role=m.role, content=m.content, additional_kwargs=extra))
     return out
 

@@ -1,5 +1,6 @@
 """Small helpers shared by the benchmark scripts: timing, peak RSS, a text table, JSON output,
-and the pieces of a latency report (size lists, result lookups, the per-size latency table).
+the pieces of a latency report (size lists, result lookups, the per-size latency table), and
+the end of a benchmark's ``main`` on a data file (:func:`run_on_data`).
 
 Example:
     >>> stats = measure(lambda: sum(range(100)), repeat=5, warmup=1)
@@ -9,6 +10,7 @@ Example:
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import platform
@@ -31,6 +33,7 @@ __all__ = [
     "print_latency_table",
     "print_table",
     "result_value",
+    "run_on_data",
     "write_json",
 ]
 
@@ -162,6 +165,26 @@ def write_json(path: str | Path, data: Any) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return out
+
+
+def run_on_data(
+    args: argparse.Namespace,
+    run: Callable[[argparse.Namespace], dict[str, Any]],
+    show: Callable[[dict[str, Any]], None],
+    *,
+    missing: str,
+) -> int:
+    """``run(args)``, ``show`` the report and write it to ``args.out``; the exit status.
+
+    Exits 2, saying ``missing`` on stderr, when there is no file at ``args.data``.
+    """
+    if not args.data.is_file():
+        print(f"no data file at {args.data}: {missing}", file=sys.stderr)
+        return 2
+    report = run(args)
+    show(report)
+    print(f"wrote {write_json(args.out, report)}")
+    return 0
 
 
 def log(text: str) -> None:

@@ -15,13 +15,28 @@ Example:
 
 from __future__ import annotations
 
+import argparse
 import math
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
-__all__ = ["METRICS", "aggregate", "dcg", "group_names", "ndcg", "score_ranking"]
+__all__ = ["METRICS", "aggregate", "dcg", "group_names", "ndcg", "parse_ks", "score_ranking"]
 
 METRICS = ("R_frac", "R_any", "R_all", "NDCG")
+
+
+def parse_ks(text: str) -> list[int]:
+    """The cut-offs of a ``--k`` option: ``"10,1,5,5"`` -> ``[1, 5, 10]`` (an argparse type).
+
+    Example:
+        >>> parse_ks("10,1,5,5")
+        [1, 5, 10]
+    """
+    values = sorted({int(v) for v in text.split(",") if v.strip()})
+    if not values or values[0] < 1:
+        msg = f"expected comma-separated positive integers, got {text!r}"
+        raise argparse.ArgumentTypeError(msg)
+    return values
 
 
 def dcg(gains: Sequence[float], k: int) -> float:

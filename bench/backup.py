@@ -56,6 +56,14 @@ def median_s(run: Callable[[], Any], repeat: int, reset: Callable[[], None] | No
     return statistics.median(times)
 
 
+def against(name: str, seconds: float, baseline: str, baseline_seconds: float) -> dict[str, float]:
+    """``{name}_s`` and its ratio to the baseline, ``{name}_x_{baseline}``."""
+    return {
+        f"{name}_s": round(seconds, 3),
+        f"{name}_x_{baseline}": round(seconds / baseline_seconds, 2),
+    }
+
+
 def build_home(home: Path, memories: int, users: int, sessions: int, turns: int) -> None:
     from agentmem import MemoryService
     from tests.fakes import HashingEmbedder
@@ -151,18 +159,13 @@ def main() -> None:
             "backup_data_mb": round(backup_data / 1e6, 1),
             "backup_size_x_home": round(backup_data / home_data, 2),
             "plain_copy_s": round(plain_copy_s, 3),
-            "backup_s": round(backup_s, 3),
-            "backup_x_plain_copy": round(backup_s / plain_copy_s, 2),
-            "restore_s": round(restore_s, 3),
-            "restore_x_plain_copy": round(restore_s / plain_copy_s, 2),
+            **against("backup", backup_s, "plain_copy", plain_copy_s),
+            **against("restore", restore_s, "plain_copy", plain_copy_s),
             "edge_open_close_s": round(open_close_s, 3),
-            "manifest_describe_s": round(describe_s, 3),
-            "manifest_describe_x_open_close": round(describe_s / open_close_s, 2),
+            **against("manifest_describe", describe_s, "open_close", open_close_s),
             "manifest_verify_metadata_s": round(verify_meta_s, 4),
-            "manifest_verify_all_s": round(verify_all_s, 3),
-            "manifest_verify_all_x_open_close": round(verify_all_s / open_close_s, 2),
-            "child_probe_s": round(probe_s, 3),
-            "child_probe_x_open_close": round(probe_s / open_close_s, 2),
+            **against("manifest_verify_all", verify_all_s, "open_close", open_close_s),
+            **against("child_probe", probe_s, "open_close", open_close_s),
         }
         for path in root.iterdir():
             if path != home:

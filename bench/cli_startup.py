@@ -14,8 +14,8 @@ reference rows show what the lazy path avoids: ``python -c "import torch"`` and 
 sentence_transformers`` (``--torch-only``: the first only).
 
 The homes are bulk-loaded first through the public API (``LongTermMemory.store_records``,
-one store with no index build: the same home for every version of the code) with a
-deterministic 384-dimension stand-in embedder, so building them loads no model; ``stats`` on
+one store with no index build: the same home for every version of the code) with the tests'
+deterministic hashing embedder (384 dimensions), so building them loads no model; ``stats`` on
 them reads the real Qdrant Edge store. The mistakes are the CLI error table of the tests
 (missing file, directory, non-UTF-8, malformed line, wrong format for ``import``,
 ``demo --max-tokens 0``, unknown user): each must exit 1, and its time is the time to the
@@ -37,9 +37,7 @@ interpreter's own start and exit are not in it (the ``python -c pass`` row is th
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
-import math
 import os
 import shutil
 import statistics
@@ -56,36 +54,12 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # run as a script: make `bench` importable
 
 from bench._common import environment, log, parse_sizes, print_table, write_json  # noqa: E402
+from tests.fake_embedder import HashingEmbedder  # noqa: E402
 
 __all__ = ["main", "run_command"]
 
 DEFAULT_OUT = ROOT / "bench" / "results" / "cli_startup.json"
 USERS = 10
-
-
-class StandInEmbedder:
-    """384-d unit vectors from sha256 of the text: deterministic, no model (builds homes)."""
-
-    model_name = "bench-stand-in"
-    dimension = 384
-
-    def _vector(self, text: str) -> list[float]:
-        seed = hashlib.sha256(text.encode("utf-8")).digest()
-        raw = [((seed[i % 32] ^ (i * 37)) % 251) / 125.0 - 1.0 for i in range(self.dimension)]
-        norm = math.sqrt(sum(x * x for x in raw)) or 1.0
-        return [x / norm for x in raw]
-
-    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        return [self._vector(t) for t in texts]
-
-    def embed_query(self, text: str) -> list[float]:
-        return self._vector(text)
-
-    async def aembed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        return self.embed_documents(texts)
-
-    async def aembed_query(self, text: str) -> list[float]:
-        return self.embed_query(text)
 
 
 def build_home(home: Path, memories: int) -> None:
@@ -95,7 +69,7 @@ def build_home(home: Path, memories: int) -> None:
     from agentmem.long_term import LongTermMemory
     from agentmem.stores.qdrant.edge import AutoIndex, QdrantEdgeStore
 
-    embedder = StandInEmbedder()
+    embedder = HashingEmbedder(384)
     store = QdrantEdgeStore(
         home / "long_term", dimension=embedder.dimension, auto_index=AutoIndex(enabled=False)
     )

@@ -98,9 +98,8 @@ def synthetic_history(limit: int) -> list[Message]:
 # -- the paths ---------------------------------------------------------------------------------
 
 
-class PerRecordResolver(ConflictResolver):
-    """The conflict path before batching: for each memory, a dense search that embeds it as
-    a query, the decision, and its own write (which embeds it as a document)."""
+class _OneByOne(ConflictResolver):
+    """A batch resolved one record after another (the paths before batching)."""
 
     @twin
     def write_many(
@@ -108,23 +107,30 @@ class PerRecordResolver(ConflictResolver):
     ) -> Program[list[ConflictDecision]]:
         decisions = []
         for record in records:
-            program = self._old_write(memory, record)
-            decisions.append((yield from locked(_write_key(memory), program)))
+            decisions.append((yield from self._write_one(memory, record, resumed)))
         return decisions
 
     awrite_many = async_twin(write_many)
 
+    def _write_one(
+        self, memory: LongTermMemory, record: MemoryRecord, resumed: bool
+    ) -> Program[ConflictDecision]:
+        raise NotImplementedError
+
+
+class PerRecordResolver(_OneByOne):
+    """The conflict path before batching: for each memory, a dense search that embeds it as
+    a query, the decision, and its own write (which embeds it as a document)."""
+
+    def _write_one(
+        self, memory: LongTermMemory, record: MemoryRecord, resumed: bool
+    ) -> Program[ConflictDecision]:
+        return (yield from locked(_write_key(memory), self._old_write(memory, record)))
+
     def _old_write(self, memory: LongTermMemory, record: MemoryRecord) -> Program[ConflictDecision]:
-        hits = yield from call(
-            memory.retrieve_memories,
-            memory.aretrieve_memories,
-            record.content,
-            self.max_candidates,
-            memory_type=record.memory_type,
-            mode="dense",
-            explain=True,
-            touch=False,
-        )
+        embedder = memory.embedder
+        vector = yield from call(embedder.embed_query, embedder.aembed_query, record.content)
+        hits = yield from self._search(memory, record, vector)
         decision = self._cheap(record, hits)
         if decision is None:
             judgement = yield from self._judge(record, hits)
@@ -133,19 +139,14 @@ class PerRecordResolver(ConflictResolver):
         return decision
 
 
-class WritePerRecordResolver(ConflictResolver):
+class WritePerRecordResolver(_OneByOne):
     """:meth:`ConflictResolver.write` (a batch of one) for each memory."""
 
-    @twin
-    def write_many(
-        self, memory: LongTermMemory, records: Sequence[MemoryRecord], *, resumed: bool = False
-    ) -> Program[list[ConflictDecision]]:
-        decisions = []
-        for record in records:
-            decisions += yield from self._write_many(memory, [record], resumed=resumed)
-        return decisions
-
-    awrite_many = async_twin(write_many)
+    def _write_one(
+        self, memory: LongTermMemory, record: MemoryRecord, resumed: bool
+    ) -> Program[ConflictDecision]:
+        [decision] = yield from self._write_many(memory, [record], resumed=resumed)
+        return decision
 
 
 PATHS: dict[str, type[ConflictResolver]] = {

@@ -59,16 +59,15 @@ from bench._common import (  # noqa: E402
 )
 from bench.short_term import (  # noqa: E402
     offline_tiktoken,
+    put_in_chunks,
+    run_chat_memory_buffer,
     run_llamaindex_memory,
-    tokenizer,
     view_cost,
 )
 
 __all__ = ["main", "run"]
 
 MODEL = "gpt-4o"
-CHUNK = 20
-PEER_SECONDS = 20.0
 OURS = "AgentMemory (history)"
 OURS_RECALL = "AgentMemory (history + recall)"
 LIM = "llamaindex Memory"
@@ -103,11 +102,7 @@ def _run_agent_memory(
             consolidate_every_tokens=None,
         )
         try:
-            messages = to_llamaindex(conv)
-            start = time.perf_counter()
-            for i in range(0, len(messages), CHUNK):
-                memory.put_messages(messages[i : i + CHUNK])
-            add_s = time.perf_counter() - start
+            add_s = put_in_chunks(memory, to_llamaindex(conv))
             stats = measure(memory.get, repeat=repeat, warmup=5)
             view = from_llamaindex(memory.get())
             rows[OURS] = {
@@ -151,40 +146,6 @@ def _fill_long_term(memory: Any, conv: list[Message]) -> int:
     return len(records)
 
 
-def _run_chat_memory_buffer(
-    conv: list[Message],
-    budget: int,
-    counter: TokenCounter,
-    repeat: int,
-    max_seconds: float,
-    fit: list[tuple[int, float]],
-) -> dict[str, Any]:
-    """Time ``ChatMemoryBuffer.get()``; a call costs about c * n^2 (fitted on the last size)."""
-    from llama_index.core.memory import ChatMemoryBuffer
-
-    n = len(conv)
-    estimate = fit[-1][1] * (n / fit[-1][0]) ** 2 if fit else None
-    if estimate is not None and estimate > max_seconds:
-        return {"status": "skipped", "estimated_s": estimate}
-    buffer = ChatMemoryBuffer.from_defaults(
-        chat_history=to_llamaindex(conv), token_limit=budget, tokenizer_fn=tokenizer(counter)
-    )
-    last: list[Any] = []
-
-    def call() -> None:
-        last[:] = buffer.get()
-
-    if estimate is not None and estimate > 1.0:
-        stats = measure(call, repeat=1, warmup=0)
-    else:
-        stats = measure(call, repeat=repeat, warmup=1, max_seconds=PEER_SECONDS)
-    fit.append((n, stats["median_ms"] / 1000))
-    row: dict[str, Any] = {**stats, **view_cost(counter, from_llamaindex(last), budget)}
-    if estimate is not None:
-        row["estimated_s"] = estimate
-    return row
-
-
 def run(
     sizes: Sequence[int],
     *,
@@ -198,7 +159,7 @@ def run(
     counter = TokenCounter(model=MODEL)
     emb = _embedder(embedder)
     results: list[dict[str, Any]] = []
-    fit: list[tuple[int, float]] = []
+    cmb_history: list[tuple[int, float, int]] = []
     for n in sorted(sizes):
         log(f"[{n:,} messages] building the conversation ...")
         conv = build_conversation(n, seed=seed)
@@ -207,7 +168,9 @@ def run(
         log(f"[{n:,}] {LIM} ...")
         rows[LIM], _ = run_llamaindex_memory(conv, budget, counter, repeat)
         log(f"[{n:,}] {CMB} ...")
-        rows[CMB] = _run_chat_memory_buffer(conv, budget, counter, repeat, cmb_max_seconds, fit)
+        rows[CMB], _ = run_chat_memory_buffer(
+            conv, budget, counter, repeat, cmb_history, cap_seconds=cmb_max_seconds
+        )
         ours = rows[OURS]["median_ms"]
         for system, row in rows.items():
             row = {"size": n, "system": system, "status": "ok", **row}

@@ -52,6 +52,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -60,9 +61,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # run as a script: make `bench` importable
 
 from agentmem.ingest import CONTEXT_TURNS, locomo_records  # noqa: E402
-from bench._common import environment, peak_rss_mb, percentile, print_table, write_json  # noqa: E402
+from bench._common import environment, peak_rss_mb, percentile, print_table, run_on_data  # noqa: E402
 from bench._embed_cache import DEFAULT_CACHE_DIR, DiskCachedEmbedder  # noqa: E402
-from bench._ir_metrics import METRICS, aggregate, score_ranking  # noqa: E402
+from bench._ir_metrics import METRICS, aggregate, parse_ks, score_ranking  # noqa: E402
 from bench._locomo_data import (  # noqa: E402
     CleanupStats,
     Conversation,
@@ -98,14 +99,6 @@ LEVER_GRID: dict[str, tuple[dict[str, Any], ...]] = {
         {"hops": 1, "hop_weight": 0.8, "feedback_weight": 0.3, "session_weight": 0.1},
     ),
 }
-
-
-def _ints(text: str) -> list[int]:
-    values = sorted({int(v) for v in text.split(",") if v.strip()})
-    if not values or values[0] < 1:
-        msg = f"expected comma-separated positive integers, got {text!r}"
-        raise argparse.ArgumentTypeError(msg)
-    return values
 
 
 def _optional_float(text: str) -> float | None:
@@ -558,7 +551,7 @@ def _parser() -> argparse.ArgumentParser:
         type=lambda s: [m.strip() for m in s.split(",") if m.strip()],
         default=["dense", "bm25", "hybrid"],
     )
-    parser.add_argument("--k", type=_ints, default=[1, 3, 5, 10, 25, 50])
+    parser.add_argument("--k", type=parse_ks, default=[1, 3, 5, 10, 25, 50])
     parser.add_argument("--limit-conversations", type=int, default=0)
     parser.add_argument(
         "--limit-questions", type=int, default=0, help="first N questions per conversation"
@@ -609,18 +602,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown:
         print(f"unknown mode(s) {unknown}; choose from dense, bm25, hybrid", file=sys.stderr)
         return 2
-    if not args.data.is_file():
-        print(
-            f"no data file at {args.data}: download it from {LOCOMO_SOURCE} to "
-            f"{DEFAULT_DATA}, or pass --data PATH",
-            file=sys.stderr,
-        )
-        return 2
-    report = run(args)
-    _print_report(report, args.k)
-    write_json(args.out, report)
-    print(f"wrote {args.out}")
-    return 0
+    missing = f"download it from {LOCOMO_SOURCE} to {DEFAULT_DATA}, or pass --data PATH"
+    return run_on_data(args, run, partial(_print_report, ks=args.k), missing=missing)
 
 
 if __name__ == "__main__":

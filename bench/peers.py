@@ -54,6 +54,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -62,9 +63,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # run as a script: make `bench` importable
 
 from agentmem.ingest import CONTEXT_TURNS, turn_text  # noqa: E402
-from bench._common import environment, peak_rss_mb, percentile, print_table, write_json  # noqa: E402
+from bench._common import environment, peak_rss_mb, percentile, print_table, run_on_data  # noqa: E402
 from bench._embed_cache import DEFAULT_CACHE_DIR, DiskCachedEmbedder  # noqa: E402
-from bench._ir_metrics import aggregate, score_ranking  # noqa: E402
+from bench._ir_metrics import aggregate, parse_ks, score_ranking  # noqa: E402
 from bench._locomo_data import load_locomo, scope_id  # noqa: E402
 from bench._peers import PEERS, AgentmemSystem, System, VectorTable  # noqa: E402
 
@@ -135,14 +136,6 @@ class NetworkGuard:
         self.attempts.append(str(address[0]))
         msg = f"bench/peers.py is offline: refused a connection to {address[0]!r}"
         raise OSError(msg)
-
-
-def _ints(text: str) -> list[int]:
-    values = sorted({int(v) for v in text.split(",") if v.strip()})
-    if not values or values[0] < 1:
-        msg = f"expected comma-separated positive integers, got {text!r}"
-        raise argparse.ArgumentTypeError(msg)
-    return values
 
 
 def _names(text: str) -> list[str]:
@@ -355,7 +348,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--systems", type=_names, default=list(SYSTEMS))
-    parser.add_argument("--k", type=_ints, default=[1, 3, 5, 10])
+    parser.add_argument("--k", type=parse_ks, default=[1, 3, 5, 10])
     parser.add_argument("--limit-conversations", type=int, default=0)
     parser.add_argument(
         "--limit-questions", type=int, default=0, help="first N questions per conversation"
@@ -372,14 +365,8 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point; returns the exit status."""
     args = _parser().parse_args(argv)
-    if not args.data.is_file():
-        print(f"no data file at {args.data}: see bench/locomo.py, or pass --data", file=sys.stderr)
-        return 2
-    report = run(args)
-    _print_report(report, args.k)
-    write_json(args.out, report)
-    print(f"wrote {args.out}")
-    return 0
+    missing = "see bench/locomo.py, or pass --data"
+    return run_on_data(args, run, partial(_print_report, ks=args.k), missing=missing)
 
 
 if __name__ == "__main__":

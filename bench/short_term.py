@@ -80,7 +80,16 @@ from bench._common import (  # noqa: E402
 )
 from tests.chatml import reference_count  # noqa: E402
 
-__all__ = ["main", "offline_tiktoken", "run", "run_llamaindex_memory", "tokenizer", "view_cost"]
+__all__ = [
+    "main",
+    "offline_tiktoken",
+    "put_in_chunks",
+    "run",
+    "run_chat_memory_buffer",
+    "run_llamaindex_memory",
+    "tokenizer",
+    "view_cost",
+]
 
 MODEL = "gpt-4o"
 CHUNK = 20  # messages per add / put call
@@ -183,6 +192,14 @@ def tokenizer(counter: TokenCounter) -> Callable[[str], list[int]]:
     return partial(counter.encoding.encode, allowed_special="all")
 
 
+def put_in_chunks(memory: Any, messages: Sequence[Any]) -> float:
+    """``memory.put_messages`` of ``messages`` in chunks of :data:`CHUNK`; the seconds taken."""
+    start = time.perf_counter()
+    for i in range(0, len(messages), CHUNK):
+        memory.put_messages(messages[i : i + CHUNK])
+    return time.perf_counter() - start
+
+
 def run_llamaindex_memory(
     conv: list[Message], budget: int, counter: TokenCounter, repeat: int
 ) -> tuple[dict[str, Any], list[Message]]:
@@ -199,11 +216,7 @@ def run_llamaindex_memory(
         async_engine=engine,
     )
     try:
-        messages = to_llamaindex(conv)
-        start = time.perf_counter()
-        for i in range(0, len(messages), CHUNK):
-            memory.put_messages(messages[i : i + CHUNK])
-        add_s = time.perf_counter() - start
+        add_s = put_in_chunks(memory, to_llamaindex(conv))
         stats = measure(memory.get, repeat=repeat, warmup=1, max_seconds=PEER_SECONDS)
         view = from_llamaindex(memory.get())
     finally:
@@ -212,14 +225,16 @@ def run_llamaindex_memory(
     return row, view
 
 
-def _run_chat_memory_buffer(
+def run_chat_memory_buffer(
     conv: list[Message],
     budget: int,
     counter: TokenCounter,
     repeat: int,
     history: list[tuple[int, float, int]],
+    *,
+    cap_seconds: float = CAP_SECONDS,
 ) -> tuple[dict[str, Any], list[Message] | None]:
-    """Time ``ChatMemoryBuffer.get()`` unless the quadratic fit predicts > CAP_SECONDS.
+    """Time ``ChatMemoryBuffer.get()`` unless the quadratic fit predicts > ``cap_seconds``.
 
     ``history`` holds (size, seconds per call, view size) of the sizes measured so far. Each
     call re-tokenizes the joined last k messages for k = n down to the view size v, so a call
@@ -233,7 +248,7 @@ def _run_chat_memory_buffer(
         size, seconds, v = history[-1]
         scale = (n * n - v * v) / max(1, size * size - v * v)
         estimate = seconds * max(scale, 1.0)
-        if estimate > CAP_SECONDS:
+        if estimate > cap_seconds:
             return {"status": "skipped", "estimated_s": estimate}, None
     buffer = ChatMemoryBuffer.from_defaults(
         chat_history=to_llamaindex(conv), token_limit=budget, tokenizer_fn=tokenizer(counter)
@@ -298,7 +313,7 @@ def run(
         log(f"[{n:,}] {LIM} ...")
         rows[LIM], views[LIM] = run_llamaindex_memory(conv, budget, counter, repeat)
         log(f"[{n:,}] {CMB} ...")
-        cmb_row, cmb_view = _run_chat_memory_buffer(conv, budget, counter, repeat, cmb_history)
+        cmb_row, cmb_view = run_chat_memory_buffer(conv, budget, counter, repeat, cmb_history)
         rows[CMB] = cmb_row
         if cmb_view is not None:
             views[CMB] = cmb_view

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ValidationError
 
 from agentmem import acomplete_json, complete_json
 from agentmem.errors import ConfigurationError, LLMOutputError
+from agentmem.integration import PlainChatModel
 from agentmem.types import Message
 from langchain_agentmem._convert import to_langchain
 from langchain_agentmem.embeddings import LangChainEmbedder
@@ -48,19 +49,6 @@ def to_langchain_messages(messages: Sequence[Mapping[str, Any]]) -> list[BaseMes
 def embedder_from_langchain(embeddings: Embeddings, *, dimension: int | None = None) -> Any:
     """An agentmem ``Embedder`` over a LangChain ``Embeddings`` (a ``LangChainEmbedder``)."""
     return LangChainEmbedder(embeddings, dimension=dimension)
-
-
-class _PlainText:
-    """Only complete/acomplete, so agentmem's prompted JSON path is used (no recursion)."""
-
-    def __init__(self, owner: LangChainChatModel) -> None:
-        self._owner = owner
-
-    def complete(self, messages: Sequence[Mapping[str, Any]]) -> str:
-        return self._owner.complete(messages)
-
-    async def acomplete(self, messages: Sequence[Mapping[str, Any]]) -> str:
-        return await self._owner.acomplete(messages)
 
 
 class LangChainChatModel:
@@ -112,7 +100,7 @@ class LangChainChatModel:
         """The reply validated as ``schema`` (structured output when supported)."""
         runnable = self._structured(schema)
         if runnable is None:
-            return complete_json(_PlainText(self), messages, schema, max_retries=max_retries)
+            return complete_json(PlainChatModel(self), messages, schema, max_retries=max_retries)
         prompt = to_langchain_messages(messages)
         last: Exception | None = None
         for _ in range(max_retries + 1):
@@ -128,7 +116,9 @@ class LangChainChatModel:
         """Async twin of :meth:`complete_json`."""
         runnable = self._structured(schema)
         if runnable is None:
-            return await acomplete_json(_PlainText(self), messages, schema, max_retries=max_retries)
+            return await acomplete_json(
+                PlainChatModel(self), messages, schema, max_retries=max_retries
+            )
         prompt = to_langchain_messages(messages)
         last: Exception | None = None
         for _ in range(max_retries + 1):

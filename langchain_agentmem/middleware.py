@@ -44,6 +44,7 @@ import asyncio
 import hashlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass
 from typing import Any, Literal, TypeVar
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
@@ -106,6 +107,7 @@ def _final_answer(response: ModelResponse[Any]) -> str | None:
     return None
 
 
+@dataclass(eq=False, repr=False)
 class AgentMemoryMiddleware(AgentMiddleware):
     """Memory for ``create_agent``: recall, exact budgeting, and consolidation.
 
@@ -128,33 +130,27 @@ class AgentMemoryMiddleware(AgentMiddleware):
         user_key: Name of the user id in the runtime context (attribute or key).
     """
 
-    def __init__(
-        self,
-        memory: MemoryService | MemoryManager,
-        *,
-        max_tokens: int,
-        top_k: int = 5,
-        memory_share: float = 0.3,
-        working_share: float = 0.2,
-        consolidate: Consolidate = "threshold",
-        record_turns: bool = True,
-        user_key: str = "user_id",
-    ) -> None:
-        super().__init__()
-        self.memory = check_source(memory, "AgentMemoryMiddleware")
-        check_max_tokens(max_tokens)
-        check_share(memory_share, "memory_share")
-        check_share(working_share, "working_share")
-        if consolidate not in ("threshold", "every_turn", "never"):
-            msg = f"consolidate must be 'threshold', 'every_turn' or 'never', got {consolidate!r}"
+    memory: MemoryService | MemoryManager
+    _: KW_ONLY
+    max_tokens: int
+    top_k: int = 5
+    memory_share: float = 0.3
+    working_share: float = 0.2
+    consolidate: Consolidate = "threshold"
+    record_turns: bool = True
+    user_key: str = "user_id"
+
+    def __post_init__(self) -> None:
+        self.memory = check_source(self.memory, "AgentMemoryMiddleware")
+        check_max_tokens(self.max_tokens)
+        check_share(self.memory_share, "memory_share")
+        check_share(self.working_share, "working_share")
+        if self.consolidate not in ("threshold", "every_turn", "never"):
+            msg = (
+                "consolidate must be 'threshold', 'every_turn' or 'never', "
+                f"got {self.consolidate!r}"
+            )
             raise ConfigurationError(msg)
-        self.max_tokens = max_tokens
-        self.top_k = top_k
-        self.memory_share = memory_share
-        self.working_share = working_share
-        self.consolidate = consolidate
-        self.record_turns = record_turns
-        self.user_key = user_key
 
     @property
     def name(self) -> str:

@@ -7,10 +7,14 @@ session's; a tier is used as it is.
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from agentmem import LongTermMemory, MemoryManager, MemoryService, WorkingMemory
 from agentmem.errors import ConfigurationError
 
 __all__ = ["long_term_of", "working_of"]
+
+TierT = TypeVar("TierT", LongTermMemory, WorkingMemory)
 
 
 def long_term_of(
@@ -24,13 +28,7 @@ def long_term_of(
         return source.long_term(user_id)
     if isinstance(source, MemoryManager):
         return source.long_term
-    if isinstance(source, LongTermMemory):
-        return source
-    msg = (
-        f"{who} takes an agentmem MemoryService (with user_id=), MemoryManager or "
-        f"LongTermMemory, got {type(source).__name__}"
-    )
-    raise ConfigurationError(msg)
+    return _as_tier(source, LongTermMemory, who, "(with user_id=)")
 
 
 def working_of(
@@ -47,10 +45,15 @@ def working_of(
         return source.manager(user_id, session_id).working
     if isinstance(source, MemoryManager):
         return source.working
-    if isinstance(source, WorkingMemory):
+    return _as_tier(source, WorkingMemory, who, "(with user_id= and session_id=)")
+
+
+def _as_tier(source: object, tier: type[TierT], who: str, service_needs: str) -> TierT:
+    """``source`` if it is a ``tier``, else a ConfigurationError listing what ``who`` takes."""
+    if isinstance(source, tier):
         return source
     msg = (
-        f"{who} takes an agentmem MemoryService (with user_id= and session_id=), "
-        f"MemoryManager or WorkingMemory, got {type(source).__name__}"
+        f"{who} takes an agentmem MemoryService {service_needs}, MemoryManager or "
+        f"{tier.__name__}, got {type(source).__name__}"
     )
     raise ConfigurationError(msg)

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ValidationError
 
 from agentmem import ChatModel, Embedder, acomplete_json, complete_json
 from agentmem.errors import ConfigurationError
+from agentmem.integration import PlainChatModel
 from agentmem.types import Message
 from llamaindex_agentmem._convert import from_agentmem
 from llamaindex_agentmem.embeddings import LlamaIndexEmbedder
@@ -42,19 +43,6 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 
 def _chat_messages(messages: Sequence[Mapping[str, Any]]) -> list[ChatMessage]:
     return [from_agentmem(Message.from_dict(m)) for m in messages]
-
-
-class _Plain:
-    """The model seen through complete/acomplete only (agentmem's JSON loop, no recursion)."""
-
-    def __init__(self, model: LlamaIndexChatModel) -> None:
-        self.model = model
-
-    def complete(self, messages: Sequence[Mapping[str, Any]]) -> str:
-        return self.model.complete(messages)
-
-    async def acomplete(self, messages: Sequence[Mapping[str, Any]]) -> str:
-        return await self.model.acomplete(messages)
 
 
 class LlamaIndexChatModel:
@@ -103,7 +91,7 @@ class LlamaIndexChatModel:
                 return _checked(self.llm.structured_predict(schema, prompt), schema)
             except (ValidationError, ValueError, TypeError) as exc:
                 logger.info("structured_predict failed (%s); using the JSON loop", exc)
-        return complete_json(_Plain(self), messages, schema, max_retries=max_retries)
+        return complete_json(PlainChatModel(self), messages, schema, max_retries=max_retries)
 
     async def acomplete_json(
         self, messages: Sequence[Mapping[str, Any]], schema: type[ModelT], *, max_retries: int = 2
@@ -115,7 +103,7 @@ class LlamaIndexChatModel:
                 return _checked(await self.llm.astructured_predict(schema, prompt), schema)
             except (ValidationError, ValueError, TypeError) as exc:
                 logger.info("astructured_predict failed (%s); using the JSON loop", exc)
-        return await acomplete_json(_Plain(self), messages, schema, max_retries=max_retries)
+        return await acomplete_json(PlainChatModel(self), messages, schema, max_retries=max_retries)
 
 
 def _checked(result: object, schema: type[ModelT]) -> ModelT:

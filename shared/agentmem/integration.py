@@ -20,8 +20,8 @@ for that and that users of the core do not, is here:
   (the store protocols), :class:`InMemorySessionStore`, :class:`SessionOwners` (who may
   use a session), :class:`ManagerConfig` (the managers' settings and defaults),
   :data:`SearchMode`, :data:`MemoryType`, :data:`DEFAULT_MODEL`;
-* **wrapping a framework's embedding model**: :class:`WrapperEmbedder`,
-  :func:`model_label`.
+* **wrapping a framework's models**: :class:`WrapperEmbedder`, :func:`model_label`, and
+  :class:`PlainChatModel` (a structured chat model's fallback to agentmem's JSON prompting).
 
 Example:
     >>> from agentmem.integration import MEMORY_BLOCK_CLOSE, check_share
@@ -30,6 +30,9 @@ Example:
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from agentmem.checks import check_non_negative_int, check_positive_int
 from agentmem.context import (
@@ -45,6 +48,7 @@ from agentmem.controller.config import ManagerConfig
 from agentmem.controller.ownership import SessionOwners
 from agentmem.controller.turns import MAX_TURN_ID_LENGTH
 from agentmem.embeddings.wrapper import WrapperEmbedder, model_label
+from agentmem.llm import ChatModel
 from agentmem.long_term.ranking import SearchMode
 from agentmem.long_term.records import MemoryType
 from agentmem.long_term.store import MemoryStore
@@ -68,6 +72,7 @@ __all__ = [
     "ManagerConfig",
     "MemoryStore",
     "MemoryType",
+    "PlainChatModel",
     "SearchMode",
     "SessionOwners",
     "SessionStore",
@@ -87,3 +92,32 @@ __all__ = [
     "text_problem",
     "validate_session_id",
 ]
+
+
+class PlainChatModel:
+    """A chat model seen through ``complete`` / ``acomplete`` only.
+
+    A wrapper whose ``complete_json`` falls back to :func:`agentmem.complete_json` (agentmem's
+    validated JSON prompting) passes this view of itself: the prompted path then calls its
+    ``complete``, never its ``complete_json`` again (no recursion).
+
+    Example:
+        >>> class Echo:
+        ...     def complete(self, messages): return messages[-1]["content"]
+        ...     async def acomplete(self, messages): return self.complete(messages)
+        ...     def complete_json(self, messages, schema): raise AssertionError("recursion")
+        >>> plain = PlainChatModel(Echo())
+        >>> plain.complete([{"role": "user", "content": "hi"}]), hasattr(plain, "complete_json")
+        ('hi', False)
+    """
+
+    def __init__(self, model: ChatModel) -> None:
+        self._model = model
+
+    def complete(self, messages: Sequence[Mapping[str, Any]]) -> str:
+        """The wrapped model's reply."""
+        return self._model.complete(messages)
+
+    async def acomplete(self, messages: Sequence[Mapping[str, Any]]) -> str:
+        """Async twin of :meth:`complete`."""
+        return await self._model.acomplete(messages)
