@@ -2,7 +2,8 @@
 
 Qdrant Edge preallocates its files sparsely (a store of a few memories holds about 250 MB of
 mostly holes in 1 MB of data); a plain copy would write every zero. :func:`copy_tree` copies
-only the data regions and sets each file's size, so holes stay holes.
+only the data regions (:func:`data_regions`, which the Edge manifest's checksums read too) and
+sets each file's size, so holes stay holes.
 
 Example:
     >>> import tempfile
