@@ -2,7 +2,8 @@
 
 Qdrant Edge preallocates its files sparsely (a store of a few memories holds about 250 MB of
 mostly holes in 1 MB of data); a plain copy would write every zero. :func:`copy_tree` copies
-only the data regions and sets each file's size, so holes stay holes.
+only the data regions (:func:`data_regions`, which the Edge manifest's checksums read too) and
+sets each file's size, so holes stay holes.
 
 Example:
     >>> import tempfile
@@ -18,12 +19,25 @@ Example:
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from agentmem._util.durable import fsync_dir
 
-__all__ = ["copy_file", "copy_tree", "fsync_tree"]
+__all__ = ["copy_file", "copy_tree", "data_regions", "fsync_tree"]
+
+
+def data_regions(fd: int, size: int) -> Iterator[tuple[int, int]]:
+    """The ``(start, end)`` offsets of the data regions of the open file ``fd`` (``size``
+    bytes long), in order; its holes are skipped without being read."""
+    position = 0
+    while position < size:
+        try:
+            start = os.lseek(fd, position, os.SEEK_DATA)
+        except OSError:  # ENXIO: only a hole after `position`
+            return
+        position = os.lseek(fd, start, os.SEEK_HOLE)
+        yield start, position
 
 
 def copy_file(src: Path, dst: Path) -> int:
@@ -34,13 +48,7 @@ def copy_file(src: Path, dst: Path) -> int:
         size = os.fstat(fin).st_size
         fout = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
-            position = 0
-            while position < size:
-                try:
-                    start = os.lseek(fin, position, os.SEEK_DATA)
-                except OSError:  # ENXIO: only a hole after `position`
-                    break
-                end = os.lseek(fin, start, os.SEEK_HOLE)
+            for start, end in data_regions(fin, size):
                 while start < end:
                     chunk = os.pread(fin, min(end - start, 1 << 20), start)
                     if not chunk:
@@ -48,7 +56,6 @@ def copy_file(src: Path, dst: Path) -> int:
                     os.pwrite(fout, chunk, start)
                     start += len(chunk)
                     done += len(chunk)
-                position = max(end, start)
             os.ftruncate(fout, size)
             os.fsync(fout)
         finally:

@@ -82,7 +82,6 @@ def search_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def context_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """``agentmem context QUERY --user U``: the packed prompt and its token ledger."""
-    from agentmem.controller.manager import MemoryManager
     from agentmem.tokens import TokenCounter
 
     query = common.check_query(args.query)
@@ -98,14 +97,8 @@ def context_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     memory, embedder = _reading(args)
     config = common.resolve_config(args)
     try:
-        manager = MemoryManager.open(
-            user_id=memory.scope.user_id,
-            session_id=session,
-            home=config.home,
-            llm=common.llm_from_environment(err),
-            embedder=embedder,
-            **config.as_options(),
-        )
+        llm = common.llm_from_environment(err)
+        manager = common.open_manager(config, memory.scope.user_id, embedder, llm, session=session)
     finally:
         memory.close()  # the manager holds its own share of the store
     try:
@@ -214,7 +207,6 @@ def import_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def ingest_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """``agentmem ingest FILE --user U``: JSONL chat messages (appended to their sessions'
     logs and consolidated) or a LoCoMo-style file (one episodic memory per turn)."""
-    from agentmem.controller.manager import MemoryManager
     from agentmem.controller.ownership import SessionOwners
     from agentmem.ingest import locomo_records, store_in_batches
 
@@ -248,14 +240,8 @@ def ingest_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             memory.close()
         out.write(f"ingested {len(records)} turns from {len(locomo)} LoCoMo conversations\n")
         return 0
-    manager = MemoryManager.open(
-        user_id=user,
-        session_id=session,
-        home=config.home,
-        llm=llm,
-        embedder=embedder,
-        consolidate_every_tokens=None,
-        **config.as_options(),
+    manager = common.open_manager(
+        config, user, embedder, llm, session=session, consolidate_every_tokens=None
     )
     try:
         assert chats is not None

@@ -22,7 +22,11 @@ from agentmem.cli.progress import TransientStatus
 from agentmem.errors import ConfigurationError, InvalidValueError
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
     from agentmem.backends import BackendConfig
+    from agentmem.controller.config import ManagerSettings
+    from agentmem.controller.manager import MemoryManager
     from agentmem.llm import ChatModel
     from agentmem.long_term import LongTermMemory
 
@@ -40,6 +44,7 @@ __all__ = [
     "format_bytes",
     "llm_from_environment",
     "open_long_term",
+    "open_manager",
     "require_memories_home",
     "require_user_memories",
     "resolve_config",
@@ -154,6 +159,30 @@ def open_long_term(config: BackendConfig, user: str, embedder: DeferredEmbedder)
 
     return LongTermMemory.open(
         user_id=user, home=config.home, embedder=embedder, **config.as_options()
+    )
+
+
+def open_manager(
+    config: BackendConfig,
+    user: str,
+    embedder: DeferredEmbedder,
+    llm: ChatModel | None,
+    *,
+    session: str | None = None,
+    **settings: Unpack[ManagerSettings],
+) -> MemoryManager:
+    """A manager of ``user`` (in ``session``, default a new one) on the configured stores
+    (no model is loaded); ``settings`` as for ``MemoryManager.open``."""
+    from agentmem.controller.manager import MemoryManager
+
+    return MemoryManager.open(
+        user_id=user,
+        session_id=session,
+        home=config.home,
+        llm=llm,
+        embedder=embedder,
+        **settings,
+        **config.as_options(),
     )
 
 

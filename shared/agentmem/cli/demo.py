@@ -39,7 +39,6 @@ def minimum_budget() -> int:
 def demo_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Run the demo (see the module docstring); returns the exit status."""
     from agentmem.controller.forgetting import ForgettingPolicy
-    from agentmem.controller.manager import MemoryManager
 
     user = common.check_user(args)
     # Below 1 needs no tokenizer to refuse; otherwise count what the prompt needs at least.
@@ -57,15 +56,7 @@ def demo_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     llm = common.llm_from_environment(err)
 
     out.write(f"agentmem demo — home: {config.home}\n")
-    where = config.as_options()
-    one = MemoryManager.open(
-        user_id=user,
-        home=config.home,
-        llm=llm,
-        embedder=embedder,
-        consolidate_every_tokens=None,
-        **where,
-    )
+    one = common.open_manager(config, user, embedder, llm, consolidate_every_tokens=None)
     try:
         embedder.load()
         out.write(f"\n== Session one ({one.session_id})\n")
@@ -81,7 +72,7 @@ def demo_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     finally:
         one.close()
 
-    two = MemoryManager.open(user_id=user, home=config.home, llm=None, embedder=embedder, **where)
+    two = common.open_manager(config, user, embedder, llm=None)
     try:
         out.write(f"\n== Session two ({two.session_id}), a new conversation\n")
         out.write(f"  user: {SESSION_TWO_QUERY}\n")

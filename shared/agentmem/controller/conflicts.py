@@ -36,7 +36,7 @@ from __future__ import annotations
 import heapq
 import logging
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import KW_ONLY, dataclass, field, replace
 from typing import Literal
 
 import numpy as np
@@ -116,6 +116,7 @@ class ConflictDecision:
     replayed: bool = False
 
 
+@dataclass(eq=False)
 class ConflictResolver:
     """Checks new memories against existing ones and writes them accordingly.
 
@@ -131,18 +132,11 @@ class ConflictResolver:
         0.95
     """
 
-    def __init__(
-        self,
-        llm: ChatModel | None = None,
-        *,
-        duplicate_threshold: float = 0.95,
-        related_threshold: float = 0.6,
-        max_candidates: int = 5,
-    ) -> None:
-        self.llm = llm
-        self.duplicate_threshold = duplicate_threshold
-        self.related_threshold = related_threshold
-        self.max_candidates = max_candidates
+    llm: ChatModel | None = None
+    _: KW_ONLY
+    duplicate_threshold: float = 0.95
+    related_threshold: float = 0.6
+    max_candidates: int = 5
 
     # -- public ----------------------------------------------------------------------------
 

@@ -580,13 +580,25 @@ class SessionKeys(NamedTuple):
         return cls(f"{base}:seq", f"{base}:log", f"{base}:ids", f"{base}:state", f"{base}:owner")
 
 
+def _session_write(body: str, result: str) -> LuaScript:
+    """A script that writes one session (KEYS: its :class:`SessionKeys`, ARGV[1]: the TTL in
+    ms, 0 = none): ``body`` runs with ``ttl`` set, then every key gets the TTL, then the
+    script returns the Lua expression ``result``."""
+    return LuaScript.of(
+        f"\nlocal ttl = tonumber(ARGV[1])\n{body}"
+        "if ttl > 0 then\n"
+        "  for k = 1, #KEYS do redis.call('PEXPIRE', KEYS[k], ttl) end\n"
+        "end\n"
+        f"return {result}\n"
+    )
+
+
 # KEYS: seq, log, ids, state, owner. ARGV: ttl_ms (0 = none), then id_1, json_1, id_2, json_2, ...
 # Returns the seq of every message, in argument order. A message whose id is already in the
 # session (a retry of an append that was applied but whose reply was lost, or a repeat within
 # the batch) is not stored again; its existing seq is returned.
-APPEND = LuaScript.of(
-    """
-local ttl = tonumber(ARGV[1])
+APPEND = _session_write(
+    """\
 local n = (#ARGV - 1) / 2
 local seqs, fresh, first_at = {}, {}, {}
 for i = 1, n do
@@ -621,43 +633,32 @@ end
 for i = 1, n do
   if seqs[i] < 0 then seqs[i] = seqs[-seqs[i]] end
 end
-if ttl > 0 then
-  for k = 1, #KEYS do redis.call('PEXPIRE', KEYS[k], ttl) end
-end
-return seqs
-"""
+""",
+    "seqs",
 )
 
 # KEYS: seq, log, ids, state, owner. ARGV: ttl_ms (0 = none), op ('set' | 'del'), field[, json].
-STATE = LuaScript.of(
-    """
-local ttl = tonumber(ARGV[1])
+STATE = _session_write(
+    """\
 if ARGV[2] == 'set' then
   redis.call('HSET', KEYS[4], ARGV[3], ARGV[4])
 else
   redis.call('HDEL', KEYS[4], ARGV[3])
 end
-if ttl > 0 then
-  for k = 1, #KEYS do redis.call('PEXPIRE', KEYS[k], ttl) end
-end
-return 1
-"""
+""",
+    "1",
 )
 
 # KEYS: seq, log, ids, state, owner. ARGV: ttl_ms (0 = none), op ('claim' | 'set'), json.
 # Returns the ownership record in force: a claim writes only where none exists (SET NX), so
 # of two racing claims exactly one wins; the owner key expires with the session's keys.
-OWNER = LuaScript.of(
-    """
-local ttl = tonumber(ARGV[1])
+OWNER = _session_write(
+    """\
 if ARGV[2] == 'claim' then
   redis.call('SET', KEYS[5], ARGV[3], 'NX')
 else
   redis.call('SET', KEYS[5], ARGV[3])
 end
-if ttl > 0 then
-  for k = 1, #KEYS do redis.call('PEXPIRE', KEYS[k], ttl) end
-end
-return redis.call('GET', KEYS[5])
-"""
+""",
+    "redis.call('GET', KEYS[5])",
 )

@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from agentmem._util.durable import replace_durably
+from agentmem._util.file_copy import data_regions
 from agentmem.errors import StoreCorruptedError
 
 __all__ = [
@@ -123,13 +124,7 @@ def block_digest(path: Path) -> str:
     try:
         size = os.fstat(fd).st_size
         digest.update(size.to_bytes(8, "little"))
-        position = 0
-        while position < size:
-            try:
-                start = os.lseek(fd, position, os.SEEK_DATA)
-            except OSError:  # ENXIO: only a hole after `position`
-                break
-            end = os.lseek(fd, start, os.SEEK_HOLE)
+        for start, end in data_regions(fd, size):
             start -= start % _BLOCK
             while start < end:
                 chunk = os.pread(fd, min(end - start, _CHUNK), start)
@@ -144,7 +139,6 @@ def block_digest(path: Path) -> str:
                         digest.update((start + offset).to_bytes(8, "little"))
                         digest.update(block)
                 start += len(chunk)
-            position = max(end, start)
     finally:
         os.close(fd)
     return digest.hexdigest()
