@@ -5,12 +5,16 @@ than one; eight callers that each run their own pass queue for the cores instead
 torch's own threads compete with theirs. :class:`BatchWorker` owns one daemon thread that
 runs every pass of one model in this process:
 
-* requests that arrive while a pass runs go together into the next pass; a request that
-  finds the worker idle waits at most :data:`BATCH_WINDOW_S` (2 ms) for company;
+* requests that arrive while a pass runs go together into the next pass. A request that
+  finds the worker idle waits at most :data:`BATCH_WINDOW_S` (2 ms) for company, and only
+  when the last pass saw other requests in flight: a lone caller never waits for nobody;
 * queries go first: a pass takes the waiting queries before any document, and a long
   document request (a consolidation, an ingest) is cut into passes of ``max_batch`` texts,
   so a query waits for at most one pass of documents;
-* queries and documents share a pass when the model embeds them alike (``shared_pass``);
+* queries and documents share a pass when the model embeds them alike (``shared_pass``),
+  and only a pass of several queries takes documents: at most ``query_pass_documents``
+  (:data:`QUERY_PASS_DOCUMENTS`), the others wait for the next pass. A lone query goes
+  alone, so it is not slowed by documents that could run while its caller works on;
 * sync callers wait on a :class:`concurrent.futures.Future`, async callers await it
   (``asyncio.wrap_future``) without blocking the event loop and without a pool thread;
 * an error in a shared pass is retried request by request, so only the request that
@@ -40,12 +44,16 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
-from agentmem._util.checks import check_positive_int
+from agentmem._util.checks import check_non_negative_int, check_positive_int
 
-__all__ = ["BATCH_WINDOW_S", "IDLE_EXIT_S", "BatchWorker", "Encode"]
+__all__ = ["BATCH_WINDOW_S", "IDLE_EXIT_S", "QUERY_PASS_DOCUMENTS", "BatchWorker", "Encode"]
 
 BATCH_WINDOW_S = 0.002
-"""Seconds a request that finds the worker idle waits for others to share its pass."""
+"""Seconds a request that finds the worker idle waits for others to share its pass (only
+when the last pass saw more than one request in flight)."""
+
+QUERY_PASS_DOCUMENTS = 4
+"""Documents a pass of several queries takes at most; the other documents wait."""
 
 IDLE_EXIT_S = 10.0
 """Seconds without work after which the worker thread ends (the next request restarts it)."""
@@ -86,7 +94,10 @@ class BatchWorker:
     Args:
         encode: One forward pass (see :data:`Encode`); called on the worker thread only.
         max_batch: Texts per pass at most.
-        window: Seconds a request that finds the worker idle waits for others.
+        window: Seconds a request that finds the worker idle waits for others, when the
+            last pass saw more than one request in flight.
+        query_pass_documents: Documents a pass of several queries takes at most (a
+            pass with one query takes none).
         shared_pass: Whether queries and documents may share a pass (the model embeds
             them alike); called once, before the first pass.
         name: The thread's name.
@@ -105,6 +116,7 @@ class BatchWorker:
         *,
         max_batch: int = 64,
         window: float = BATCH_WINDOW_S,
+        query_pass_documents: int = QUERY_PASS_DOCUMENTS,
         shared_pass: Callable[[], bool] = lambda: True,
         name: str = "agentmem-embed",
         idle_exit: float = IDLE_EXIT_S,
@@ -112,12 +124,18 @@ class BatchWorker:
         self._encode = encode
         self.max_batch = check_positive_int(max_batch, "max_batch")
         self.window = window
+        self.query_pass_documents = check_non_negative_int(
+            query_pass_documents, "query_pass_documents"
+        )
         self._shared_pass = shared_pass
         self._mixed: bool | None = None
         self.name = name
         self.idle_exit = idle_exit
         self.passes = 0
         """Forward passes run so far (for tests and benchmarks)."""
+        self.in_flight = 0
+        """Requests in flight when the last pass started (in it or waiting for the next);
+        with more than one, a request that finds the worker idle waits for company."""
         self._reset()
         _WORKERS.add(self)
 
@@ -175,27 +193,34 @@ class BatchWorker:
                         # Decided under the lock: a later submit() starts a new thread.
                         self._thread = None
                         return None
-                # Found idle: wait a moment for others to share the pass.
-                deadline = time.monotonic() + self.window
-                while self._pending() < self.max_batch:
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        break
-                    self._cond.wait(left)
-            return self._take()
+                if self.in_flight > 1:  # found idle, others about: wait for them
+                    deadline = time.monotonic() + self.window
+                    while self._pending() < self.max_batch:
+                        left = deadline - time.monotonic()
+                        if left <= 0:
+                            break
+                        self._cond.wait(left)
+            pieces = self._take()
+            queued = (r for q in (self._queries, self._documents) for r in q)
+            # A request cut between this pass and the next counts once.
+            self.in_flight = len({id(r) for r, _, _ in pieces} | {id(r) for r in queued})
+            return pieces
 
     def _pending(self) -> int:
         return sum(len(r.texts) - r.taken for q in (self._queries, self._documents) for r in q)
 
     def _take(self) -> list[_Piece]:
-        """Queries first, then (if they may share it, or if no query waits) documents."""
+        """Queries first, then documents: up to ``max_batch`` texts if no query waits, or
+        ``query_pass_documents`` beside several queries if they may share the pass."""
         if self._mixed is None:
             self._mixed = self._shared_pass()
         pieces: list[_Piece] = []
         room = self.max_batch
         for queue in (self._queries, self._documents):
-            if pieces and not self._mixed:
-                break
+            if pieces:  # the pass carries queries; a lone query goes alone
+                if not self._mixed or len(pieces) == 1:
+                    break
+                room = min(room, self.query_pass_documents)
             while queue and room:
                 request = queue[0]
                 if not request.started:
