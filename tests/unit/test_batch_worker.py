@@ -79,25 +79,12 @@ def test_queries_and_documents_share_a_pass_when_the_model_allows() -> None:
     worker.submit(["held"], query=True)
     assert encode.entered.wait(10)
     doc = worker.submit(["a document"], query=False)
-    queries = [worker.submit([t], query=True) for t in ("a query", "another")]
+    query = worker.submit(["a query"], query=True)
     encode.release.set()
     # A shared pass embeds every text as a document (the model embeds both alike).
-    assert [f.result(10) for f in queries] == [[[7.0, 0.0]], [[7.0, 0.0]]]
+    assert query.result(10) == [[7.0, 0.0]]
     assert doc.result(10) == [[10.0, 0.0]]
-    assert encode.passes[1] == (["a query", "another", "a document"], False)  # queries first
-
-
-def test_a_lone_query_takes_no_documents() -> None:
-    encode = Recorder(hold=True)
-    worker = BatchWorker(encode, max_batch=8)
-    worker.submit(["held"], query=True)
-    assert encode.entered.wait(10)
-    doc = worker.submit(["a document"], query=False)
-    query = worker.submit(["a query", "in two texts"], query=True)
-    encode.release.set()
-    assert query.result(10) == expected(["a query", "in two texts"], True)
-    assert doc.result(10) == expected(["a document"], False)
-    assert encode.passes[1:] == [(["a query", "in two texts"], True), (["a document"], False)]
+    assert encode.passes[1] == (["a query", "a document"], False)  # queries first
 
 
 def test_an_error_fails_only_the_request_that_caused_it() -> None:
@@ -283,3 +270,28 @@ def test_after_a_crowded_pass_an_idle_worker_gathers_requests() -> None:
     second = worker.submit(["dd"], query=True)
     assert first.result(10) + second.result(10) == expected(["c", "dd"], True)
     assert encode.passes[-1] == (["c", "dd"], True)
+
+
+def test_while_queries_come_a_few_documents_wait_for_the_next_one() -> None:
+    encode = Recorder()
+    worker = BatchWorker(encode, document_wait=3600.0)
+    assert worker.embed(["q1"], query=True) == expected(["q1"], True)
+    doc = worker.submit(["a document"], query=False)  # fits beside a query: waits for one
+    assert worker.embed(["q2"], query=True) == [[2.0, 0.0]]
+    assert doc.result(10) == expected(["a document"], False)
+    assert encode.passes == [(["q1"], True), (["q2", "a document"], False)]
+
+
+def test_more_documents_than_a_query_pass_takes_do_not_wait() -> None:
+    encode = Recorder()
+    worker = BatchWorker(encode, query_pass_documents=2, document_wait=3600.0)
+    assert worker.embed(["q"], query=True) == expected(["q"], True)
+    docs = ["d1", "d2", "d3"]
+    assert worker.submit(docs, query=False).result(10) == expected(docs, False)
+
+
+def test_documents_do_not_wait_for_queries_they_cannot_share_a_pass_with() -> None:
+    encode = Recorder()
+    worker = BatchWorker(encode, shared_pass=lambda: False, document_wait=3600.0)
+    assert worker.embed(["q"], query=True) == expected(["q"], True)
+    assert worker.submit(["d"], query=False).result(10) == expected(["d"], False)
