@@ -22,7 +22,8 @@ p95 per turn over all rounds, and the ratios the targets are stated in: turns/s 
 over turns/s with one, p50 with N over p50 with one; and ours over base. Also the
 "sustained" turns/s, which counts the drain of the background consolidation the turns
 queued: a side that starves its consolidation while the users talk looks faster by turns/s
-alone and leaves the work for later (``drain_s``).
+alone and leaves the work for later (``drain_s``). And the 1-minute load average at the
+start of each round and at the end (its range is printed).
 
 On a shared machine, more threads also take a larger share of the cores from other
 processes: compare the sides with each other in the same run, not with runs on a quiet
@@ -237,8 +238,10 @@ def main(argv: list[str] | None = None) -> int:
         procs.append(_Process(name, path, env))
     settings = [(mode, users) for mode in ("threads", "asyncio") for users in (1, args.concurrency)]
     runs: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
+    loads: list[float] = []  # the 1-minute load average at the start of each round
     for rnd in range(args.rounds):
-        log(f"round {rnd + 1} of {args.rounds}")
+        loads.append(os.getloadavg()[0])
+        log(f"round {rnd + 1} of {args.rounds} (load average {loads[-1]:.1f})")
         for i, (mode, users) in enumerate(settings):
             shift = (rnd + i) % len(procs)
             for proc in procs[shift:] + procs[:shift]:
@@ -247,6 +250,7 @@ def main(argv: list[str] | None = None) -> int:
                 rate = args.turns / result["wall_s"]
                 log(f"  {proc.name} {mode} x{users}: {rate:.1f} turns/s")
                 runs.setdefault((proc.name, mode, users), []).append(result)
+    loads.append(os.getloadavg()[0])
     closing = {proc.name: proc.close() for proc in procs}
 
     rows: list[dict[str, Any]] = []
@@ -300,6 +304,7 @@ def main(argv: list[str] | None = None) -> int:
     print_table(ratios, list(ratios[0]))
     print()
     print_table(versus, list(versus[0]))
+    print(f"\nload average (1 min) during the run: {min(loads):.1f} to {max(loads):.1f}")
     report = {
         "benchmark": "concurrency",
         "rounds": args.rounds,
@@ -313,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
         "ratios": ratios,
         "versus_base": versus,
         "closing": closing,
-        "load_average_1m": os.getloadavg()[0],
+        "load_average_1m": loads,
         "environment": environment(),
     }
     print(f"\nwrote {write_json(args.out, report)}")

@@ -190,3 +190,108 @@ def test_an_idle_worker_ends_its_thread_and_can_be_collected() -> None:
         time.sleep(0.05)
         gc.collect()
     assert ref() is None
+
+
+def test_a_pass_with_queries_takes_few_documents() -> None:
+    encode = Recorder(hold=True)
+    worker = BatchWorker(encode, max_batch=64, query_pass_documents=2)
+    worker.submit(["held"], query=False)
+    assert encode.entered.wait(10)
+    docs = [f"doc {i}" for i in range(10)]
+    bulk = worker.submit(docs, query=False)
+    queries = [worker.submit([f"q {i}"], query=True) for i in range(3)]
+    encode.release.set()
+    assert [f.result(10) for f in queries] == [expected([f"q {i}"], False) for i in range(3)]
+    assert bulk.result(10) == expected(docs, False)
+    # The queries, then two documents; the other eight wait for the next pass.
+    assert [texts for texts, _ in encode.passes[1:]] == [
+        ["q 0", "q 1", "q 2", "doc 0", "doc 1"],
+        docs[2:],
+    ]
+
+
+def test_query_pass_documents_may_be_zero_but_not_negative() -> None:
+    encode = Recorder(hold=True)
+    worker = BatchWorker(encode, query_pass_documents=0)
+    worker.submit(["held"], query=True)
+    assert encode.entered.wait(10)
+    doc = worker.submit(["a document"], query=False)
+    queries = [worker.submit([t], query=True) for t in ("q1", "q2")]
+    encode.release.set()
+    assert [f.result(10) for f in queries] == [expected([t], True) for t in ("q1", "q2")]
+    assert doc.result(10) == expected(["a document"], False)
+    assert encode.passes[1:] == [(["q1", "q2"], True), (["a document"], False)]
+    with pytest.raises(ConfigurationError, match="query_pass_documents"):
+        BatchWorker(encode, query_pass_documents=-1)
+
+
+def watched(encode: Recorder) -> tuple[BatchWorker, list[int]]:
+    """A worker (an hour-long window) and the requests in flight at each of its passes."""
+    seen: list[int] = []
+
+    def model(texts: list[str], query: bool) -> list[list[float]]:
+        seen.append(worker.in_flight)
+        return encode(texts, query)
+
+    worker = BatchWorker(model, max_batch=2, window=3600.0)
+    return worker, seen
+
+
+def test_a_lone_request_does_not_wait_for_company() -> None:
+    worker, seen = watched(Recorder())
+    # With nobody else in flight the hour-long window is never waited for.
+    assert worker.embed(["alone"], query=True) == expected(["alone"], True)
+    assert worker.embed(["again"], query=False) == expected(["again"], False)
+    assert seen == [1, 1]
+
+
+def test_after_a_crowded_pass_an_idle_worker_gathers_requests() -> None:
+    encode = Recorder(hold=True)
+    worker, seen = watched(encode)
+    worker.submit(["held"], query=True)
+    assert encode.entered.wait(10)
+    crowd = [worker.submit(t, query=True) for t in (["a"], ["bb", "ccc"])]
+    encode.release.set()
+    assert [f.result(10) for f in crowd] == [expected(["a"], True), expected(["bb", "ccc"], True)]
+    # "held" alone; "a" and "bb" (two requests); "ccc", the rest of its request, alone.
+    assert seen == [1, 2, 1]
+    assert worker.in_flight == 1
+    encode.entered.clear()
+    encode.release.clear()
+    worker.submit(["held"], query=True)
+    assert encode.entered.wait(10)
+    pair = [worker.submit([t], query=True) for t in ("a", "bb")]
+    encode.release.set()
+    assert [f.result(10) for f in pair] == [expected([t], True) for t in ("a", "bb")]
+    assert worker.in_flight == 2
+    # After a crowded pass, a request that finds the worker idle waits for company (here
+    # until the pass is full, as the window is an hour).
+    first = worker.submit(["c"], query=True)
+    second = worker.submit(["dd"], query=True)
+    assert first.result(10) + second.result(10) == expected(["c", "dd"], True)
+    assert encode.passes[-1] == (["c", "dd"], True)
+
+
+def test_while_queries_come_a_few_documents_wait_for_the_next_one() -> None:
+    encode = Recorder()
+    worker = BatchWorker(encode, document_wait=3600.0)
+    assert worker.embed(["q1"], query=True) == expected(["q1"], True)
+    doc = worker.submit(["a document"], query=False)  # fits beside a query: waits for one
+    assert worker.embed(["q2"], query=True) == [[2.0, 0.0]]
+    assert doc.result(10) == expected(["a document"], False)
+    assert encode.passes == [(["q1"], True), (["q2", "a document"], False)]
+
+
+def test_more_documents_than_a_query_pass_takes_do_not_wait() -> None:
+    encode = Recorder()
+    worker = BatchWorker(encode, query_pass_documents=2, document_wait=3600.0)
+    assert worker.embed(["q"], query=True) == expected(["q"], True)
+    docs = ["d1", "d2", "d3"]
+    assert worker.submit(docs, query=False).result(10) == expected(docs, False)
+
+
+def test_documents_do_not_wait_for_queries_they_cannot_share_a_pass_with() -> None:
+    encode = Recorder()
+    worker = BatchWorker(encode, shared_pass=lambda: False, document_wait=3600.0)
+    assert worker.embed(["q"], query=True) == expected(["q"], True)
+    assert worker.submit(["d"], query=False).result(10) == expected(["d"], False)

@@ -5,12 +5,20 @@ than one; eight callers that each run their own pass queue for the cores instead
 torch's own threads compete with theirs. :class:`BatchWorker` owns one daemon thread that
 runs every pass of one model in this process:
 
-* requests that arrive while a pass runs go together into the next pass; a request that
-  finds the worker idle waits at most :data:`BATCH_WINDOW_S` (2 ms) for company;
+* requests that arrive while a pass runs go together into the next pass. A request that
+  finds the worker idle waits at most :data:`BATCH_WINDOW_S` (2 ms) for company, and only
+  when the last pass saw other requests in flight: a lone caller's request goes at once;
 * queries go first: a pass takes the waiting queries before any document, and a long
   document request (a consolidation, an ingest) is cut into passes of ``max_batch`` texts,
   so a query waits for at most one pass of documents;
-* queries and documents share a pass when the model embeds them alike (``shared_pass``);
+* queries and documents share a pass when the model embeds them alike (``shared_pass``):
+  a pass of queries takes at most ``query_pass_documents`` documents
+  (:data:`QUERY_PASS_DOCUMENTS`), the others wait for the next pass. While queries keep
+  coming (the latest came less than ``document_wait``, :data:`DOCUMENT_WAIT_S`, ago), a
+  few documents (no more than such a pass takes) wait up to ``document_wait`` for the
+  next query to share its pass: one user's consolidation rides along with the next
+  question almost for free, instead of running a pass of its own that the question
+  would wait for;
 * sync callers wait on a :class:`concurrent.futures.Future`, async callers await it
   (``asyncio.wrap_future``) without blocking the event loop and without a pool thread;
 * an error in a shared pass is retried request by request, so only the request that
@@ -40,12 +48,26 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
-from agentmem._util.checks import check_positive_int
+from agentmem._util.checks import check_non_negative_int, check_positive_int
 
-__all__ = ["BATCH_WINDOW_S", "IDLE_EXIT_S", "BatchWorker", "Encode"]
+__all__ = [
+    "BATCH_WINDOW_S",
+    "DOCUMENT_WAIT_S",
+    "IDLE_EXIT_S",
+    "QUERY_PASS_DOCUMENTS",
+    "BatchWorker",
+    "Encode",
+]
 
 BATCH_WINDOW_S = 0.002
-"""Seconds a request that finds the worker idle waits for others to share its pass."""
+"""Seconds a request that finds the worker idle waits for others to share its pass (only
+when the last pass saw more than one request in flight)."""
+
+QUERY_PASS_DOCUMENTS = 4
+"""Documents a pass that carries queries takes at most; the other documents wait."""
+
+DOCUMENT_WAIT_S = 0.1
+"""Seconds at most that a few documents wait for a query to share its pass."""
 
 IDLE_EXIT_S = 10.0
 """Seconds without work after which the worker thread ends (the next request restarts it)."""
@@ -86,7 +108,11 @@ class BatchWorker:
     Args:
         encode: One forward pass (see :data:`Encode`); called on the worker thread only.
         max_batch: Texts per pass at most.
-        window: Seconds a request that finds the worker idle waits for others.
+        window: Seconds a request that finds the worker idle waits for others, when the
+            last pass saw more than one request in flight.
+        query_pass_documents: Documents a pass that carries queries takes at most.
+        document_wait: Seconds at most that documents which fit beside a query wait for
+            one, while queries keep coming (0: never).
         shared_pass: Whether queries and documents may share a pass (the model embeds
             them alike); called once, before the first pass.
         name: The thread's name.
@@ -105,6 +131,8 @@ class BatchWorker:
         *,
         max_batch: int = 64,
         window: float = BATCH_WINDOW_S,
+        query_pass_documents: int = QUERY_PASS_DOCUMENTS,
+        document_wait: float = DOCUMENT_WAIT_S,
         shared_pass: Callable[[], bool] = lambda: True,
         name: str = "agentmem-embed",
         idle_exit: float = IDLE_EXIT_S,
@@ -112,12 +140,19 @@ class BatchWorker:
         self._encode = encode
         self.max_batch = check_positive_int(max_batch, "max_batch")
         self.window = window
+        self.query_pass_documents = check_non_negative_int(
+            query_pass_documents, "query_pass_documents"
+        )
+        self.document_wait = document_wait
         self._shared_pass = shared_pass
         self._mixed: bool | None = None
         self.name = name
         self.idle_exit = idle_exit
         self.passes = 0
         """Forward passes run so far (for tests and benchmarks)."""
+        self.in_flight = 0
+        """Requests in flight when the last pass started (in it or waiting for the next);
+        with more than one, a request that finds the worker idle waits for company."""
         self._reset()
         _WORKERS.add(self)
 
@@ -128,6 +163,7 @@ class BatchWorker:
         self._queries: deque[_Request] = deque()
         self._documents: deque[_Request] = deque()
         self._thread: threading.Thread | None = None
+        self._last_query: float | None = None  # when the latest query came (monotonic)
 
     def __repr__(self) -> str:
         return f"BatchWorker({self.name!r}, max_batch={self.max_batch})"
@@ -145,6 +181,8 @@ class BatchWorker:
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
                 self._thread.start()
+            if query:
+                self._last_query = time.monotonic()
             (self._queries if query else self._documents).append(request)
             self._cond.notify()
         return future
@@ -175,27 +213,55 @@ class BatchWorker:
                         # Decided under the lock: a later submit() starts a new thread.
                         self._thread = None
                         return None
-                # Found idle: wait a moment for others to share the pass.
-                deadline = time.monotonic() + self.window
-                while self._pending() < self.max_batch:
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        break
-                    self._cond.wait(left)
-            return self._take()
+                if self.in_flight > 1:  # found idle, others about: wait for them
+                    self._wait(self.window, lambda: self._pending() >= self.max_batch)
+            if not self._queries and (wait := self._document_wait()):
+                self._wait(wait, lambda: bool(self._queries))
+            pieces = self._take()
+            queued = (r for q in (self._queries, self._documents) for r in q)
+            # A request cut between this pass and the next counts once.
+            self.in_flight = len({id(r) for r, _, _ in pieces} | {id(r) for r in queued})
+            return pieces
+
+    def _wait(self, seconds: float, until: Callable[[], bool]) -> None:
+        """Wait (the lock held) up to ``seconds`` for ``until()``."""
+        deadline = time.monotonic() + seconds
+        while not until():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            self._cond.wait(left)
+
+    def _document_wait(self) -> float:
+        """Seconds the waiting documents (no query waits) wait for a query to share its
+        pass: ``document_wait`` if queries keep coming and the documents fit beside one,
+        else 0 (they go now)."""
+        if self._last_query is None or not self._may_mix():
+            return 0.0
+        if time.monotonic() - self._last_query >= self.document_wait:
+            return 0.0  # the queries stopped
+        if self._pending() > self.query_pass_documents:
+            return 0.0  # more than a pass of queries takes: a pass of their own
+        return self.document_wait
+
+    def _may_mix(self) -> bool:
+        if self._mixed is None:
+            self._mixed = self._shared_pass()
+        return self._mixed
 
     def _pending(self) -> int:
         return sum(len(r.texts) - r.taken for q in (self._queries, self._documents) for r in q)
 
     def _take(self) -> list[_Piece]:
-        """Queries first, then (if they may share it, or if no query waits) documents."""
-        if self._mixed is None:
-            self._mixed = self._shared_pass()
+        """Queries first, then documents: up to ``max_batch`` texts if no query waits, or
+        ``query_pass_documents`` beside the queries if they may share the pass."""
         pieces: list[_Piece] = []
         room = self.max_batch
         for queue in (self._queries, self._documents):
-            if pieces and not self._mixed:
-                break
+            if pieces:  # the pass carries queries
+                if not self._may_mix():
+                    break
+                room = min(room, self.query_pass_documents)
             while queue and room:
                 request = queue[0]
                 if not request.started:
