@@ -64,6 +64,29 @@ def test_data_survives_close_and_reopen(tmp_path: Path) -> None:
         assert store.count(ALICE, filter=RecordFilter(pinned=True)) == 1
 
 
+def test_boolean_conditions_match_stored_booleans_without_numpy(tmp_path: Path) -> None:
+    """A filter on a boolean field (``pinned``, and ``is_current`` behind history queries
+    and the open's backfill) matches, in a process that never imports numpy."""
+    recs = _records(3)
+    with QdrantEdgeStore(tmp_path, dimension=DIM) as store:
+        store.upsert(recs, _vectors(3), [SparseVector([1], [1.0])] * 3)
+        store.set_fields(ALICE, [recs[0].id], {"pinned": True})
+    child = _child(
+        """
+        import sys
+        from agentmem.long_term.records import RecordFilter, Scope
+        from agentmem.stores.qdrant.edge import QdrantEdgeStore
+        with QdrantEdgeStore(sys.argv[1], dimension=8, preload=False) as store:
+            alice = Scope(user_id="alice")
+            counts = [store.count(alice, filter=RecordFilter(pinned=p)) for p in (True, False)]
+        print(counts, "numpy" in sys.modules)
+        """,
+        str(tmp_path),
+    )
+    out, err = child.communicate(timeout=120)
+    assert out.split() == ["[1,", "2]", "False"], err
+
+
 def test_a_second_store_in_this_process_is_refused(tmp_path: Path) -> None:
     store = QdrantEdgeStore(tmp_path, dimension=DIM)
     try:
