@@ -17,16 +17,17 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TextIO
 
-from agentmem.cli.embedder import DeferredEmbedder
 from agentmem.cli.progress import TransientStatus
 from agentmem.errors import ConfigurationError, InvalidValueError
 
 if TYPE_CHECKING:
     from agentmem.backends import BackendConfig
+    from agentmem.cli.embedder import DeferredEmbedder
     from agentmem.llm import ChatModel
     from agentmem.long_term import LongTermMemory
 
 __all__ = [
+    "DEFAULT_DIMENSION",
     "NO_LLM_STATUS",
     "atomic_writer",
     "check_home",
@@ -50,6 +51,11 @@ NO_LLM_STATUS = (
     "no summaries; conversation rounds are stored as episodes."
 )
 """The status line (on stderr) of commands that would use an LLM when none is configured."""
+
+DEFAULT_DIMENSION = 384
+"""Vector size of all-MiniLM-L6-v2, the default model (its weights are pinned by sha256):
+the stores open with it before (or without) loading the model (see
+:mod:`agentmem.cli.embedder`)."""
 
 
 def check_user(args: argparse.Namespace) -> str:
@@ -142,6 +148,8 @@ def check_user_memories(count: int, user: str, where: Path | str) -> None:
 
 def deferred_embedder(**kwargs: Any) -> DeferredEmbedder:
     """The default embedder, loaded on first use with a status line on a terminal."""
+    from agentmem.cli.embedder import DeferredEmbedder  # here: it imports the embeddings
+
     return DeferredEmbedder(
         loading=lambda: TransientStatus("loading the embedding model (all-MiniLM-L6-v2)"),
         **kwargs,

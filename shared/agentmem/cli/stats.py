@@ -11,7 +11,6 @@ import argparse
 from typing import TextIO
 
 from agentmem.cli import common
-from agentmem.cli.embedder import DEFAULT_DIMENSION
 
 __all__ = ["KNOWN_SUBTYPES", "stats_command"]
 
@@ -50,7 +49,7 @@ def stats_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     # at close): the next session that searches does both.
     lease = acquire_memory_store(
         config,
-        dimension=DEFAULT_DIMENSION,
+        dimension=common.DEFAULT_DIMENSION,
         preload=False,
         auto_index=AutoIndex(enabled=False),
     )
