@@ -193,6 +193,8 @@ def test_cli_stats_opens_the_store_without_tier_or_model(tmp_path: Path) -> None
         "agentmem.cli.commands",
         "agentmem.cli.embedder",
         "agentmem.embeddings.local",
+        "agentmem.stores.base",  # no session store,
+        "agentmem.types",  # and no chat-message models
         "agentmem.tokens",
         "tiktoken",
         "torch",

@@ -65,7 +65,7 @@ def check_user(args: argparse.Namespace) -> str:
         >>> check_user(argparse.Namespace(user="alice"))
         'alice'
     """
-    from agentmem.stores.base import validate_session_id
+    from agentmem._util.session_ids import validate_session_id
 
     return validate_session_id(args.user, what="--user")
 
@@ -74,7 +74,7 @@ def check_session(value: str | None, option: str = "--session") -> str | None:
     """``--session``, if given, checked like every session id."""
     if value is None:
         return None
-    from agentmem.stores.base import validate_session_id
+    from agentmem._util.session_ids import validate_session_id
 
     return validate_session_id(value, what=option)
 
