@@ -9,8 +9,10 @@ interleaved, as a fresh process, the way a user runs it: wall time from spawn to
 reported as median / min / max and as the ratio of its median to the median of ``python -c
 pass`` measured in the same run (the interpreter's own start), and as the ratio to the
 median of ``python -c "import torch"`` (``x_torch``; the goal for ``stats`` on a
-100,000-memory home is at most 0.5). Peak RSS comes from ``wait4`` (this process stays
-small, so a child's figure is its own). Two reference rows show what the lazy path avoids:
+100,000-memory home is at most 0.5). Peak RSS and CPU time (user + system: ``cpu_ms``,
+and ``cpu_x_torch`` against ``import torch``'s, a figure other jobs on the machine sway
+less than wall time) come from ``wait4`` (this process stays small, so a child's figure is
+its own). Two reference rows show what the lazy path avoids:
 ``python -c "import torch"`` and ``import sentence_transformers`` (``--torch-only``: the
 first only). ``--base CHECKOUT`` adds, for each home, a ``base:`` row of ``stats`` run by
 the code of that checkout (its ``PYTHONPATH``) in the same rounds: before and after in one
@@ -136,8 +138,10 @@ def _agentmem() -> list[str]:
     return [found] if found else [sys.executable, "-m", "agentmem.cli"]
 
 
-def run_command(argv: Sequence[str], *, cwd: Path, env: dict[str, str]) -> tuple[float, int, float]:
-    """One run: (wall seconds, exit status, peak RSS in MiB)."""
+def run_command(
+    argv: Sequence[str], *, cwd: Path, env: dict[str, str]
+) -> tuple[float, int, float, float]:
+    """One run: (wall seconds, exit status, peak RSS in MiB, CPU seconds: user + system)."""
     start = time.perf_counter()
     proc = subprocess.Popen(
         list(argv), cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
@@ -145,7 +149,7 @@ def run_command(argv: Sequence[str], *, cwd: Path, env: dict[str, str]) -> tuple
     _, status, usage = os.wait4(proc.pid, 0)
     elapsed = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
-    return elapsed, proc.returncode, usage.ru_maxrss / 1024
+    return elapsed, proc.returncode, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
 
 
 Step = tuple[str, list[str], int, dict[str, str]]  # name, argv, expected status, env
@@ -157,18 +161,18 @@ def _measure(plan: Sequence[Step], *, runs: int, cwd: Path) -> list[dict[str, An
     for name, argv, _, env in plan:
         log(f"{name} ...")
         run_command(argv, cwd=cwd, env=env)
-    samples: list[list[tuple[float, int, float]]] = [[] for _ in plan]
+    samples: list[list[tuple[float, int, float, float]]] = [[] for _ in plan]
     for round_ in range(runs):
         log(f"round {round_ + 1}/{runs} ...")
         for (_, argv, _, env), done in zip(plan, samples, strict=True):
             done.append(run_command(argv, cwd=cwd, env=env))
     rows = []
     for (name, _, expect, _), done in zip(plan, samples, strict=True):
-        codes = {code for _, code, _ in done}
+        codes = {code for _, code, _, _ in done}
         if codes != {expect}:
             msg = f"{name}: exit status {sorted(codes)}, expected {expect}"
             raise SystemExit(msg)
-        times = [elapsed * 1000 for elapsed, _, _ in done]
+        times = [elapsed * 1000 for elapsed, _, _, _ in done]
         rows.append(
             {
                 "command": name,
@@ -176,7 +180,8 @@ def _measure(plan: Sequence[Step], *, runs: int, cwd: Path) -> list[dict[str, An
                 "median_ms": statistics.median(times),
                 "min_ms": min(times),
                 "max_ms": max(times),
-                "peak_rss_mib": statistics.median(peak for _, _, peak in done),
+                "cpu_ms": statistics.median(cpu * 1000 for _, _, _, cpu in done),
+                "peak_rss_mib": statistics.median(peak for _, _, peak, _ in done),
                 "exit": expect,
             }
         )
@@ -335,11 +340,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     load_before = os.getloadavg()
     rows = _measure(plan, runs=args.runs, cwd=work)
     base = rows[0]["median_ms"]
-    torch = next((r["median_ms"] for r in rows if "import torch" in r["command"]), None)
+    torch = next((r for r in rows if "import torch" in r["command"]), None)
     for row in rows:
         row["x_python"] = row["median_ms"] / base
         if torch is not None:  # the goal of `stats` on a big home: at most 0.5x of it
-            row["x_torch"] = row["median_ms"] / torch
+            row["x_torch"] = row["median_ms"] / torch["median_ms"]
+            row["cpu_x_torch"] = row["cpu_ms"] / torch["cpu_ms"]
     phases = []
     for size, home in homes.items():
         log(f"phases of stats ({size:,} memories) ...")
@@ -402,6 +408,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "max_ms",
             "x_python",
             "x_torch",
+            "cpu_ms",
+            "cpu_x_torch",
             "peak_rss_mib",
             "exit",
         ],
