@@ -2,21 +2,28 @@
 
 Usage:
     .venv/bin/python bench/cli_startup.py [--runs 10] [--sizes 100,10000,100000]
-        [--out bench/results/cli_startup.json]
+        [--home DIR] [--base CHECKOUT] [--out bench/results/cli_startup.json]
 
-Each command runs ``--runs`` times (after one warm-up run) as a fresh process, the way a
-user runs it, hyperfine-style: wall time from spawn to exit, reported as median / min / max
-and as the ratio of its median to the median of ``python -c pass`` measured in the same run
-(the interpreter's own start), and as the ratio to the median of ``python -c "import torch"``
-(``x_torch``; the goal for ``stats`` on a 100,000-memory home is at most 0.5). Peak RSS
-comes from ``wait4`` (this process stays small, so a child's figure is its own). Two
-reference rows show what the lazy path avoids: ``python -c "import torch"`` and ``import
-sentence_transformers`` (``--torch-only``: the first only).
+Each command runs once (a warm-up), then ``--runs`` rounds run every command once each,
+interleaved, as a fresh process, the way a user runs it: wall time from spawn to exit,
+reported as median / min / max and as the ratio of its median to the median of ``python -c
+pass`` measured in the same run (the interpreter's own start), and as the ratio to the
+median of ``python -c "import torch"`` (``x_torch``; the goal for ``stats`` on a
+100,000-memory home is at most 0.5). Peak RSS and CPU time (user + system: ``cpu_ms``,
+and ``cpu_x_torch`` against ``import torch``'s, a figure other jobs on the machine sway
+less than wall time) come from ``wait4`` (this process stays small, so a child's figure is
+its own). Two reference rows show what the lazy path avoids:
+``python -c "import torch"`` and ``import sentence_transformers`` (``--torch-only``: the
+first only). ``--base CHECKOUT`` adds, for each home, a ``base:`` row of ``stats`` run by
+the code of that checkout (its ``PYTHONPATH``) in the same rounds: before and after in one
+run.
 
 The homes are bulk-loaded first through the public API (``LongTermMemory.store_records``,
 one store with no index build: the same home for every version of the code) with the tests'
 deterministic hashing embedder (384 dimensions), so building them loads no model; ``stats`` on
-them reads the real Qdrant Edge store. The mistakes are the CLI error table of the tests
+them reads the real Qdrant Edge store. ``--home DIR`` times ``stats`` on one home kept across
+runs (and across versions of the code) instead: the largest of ``--sizes``, built in ``DIR``
+by the first run that finds no store there. The mistakes are the CLI error table of the tests
 (missing file, directory, non-UTF-8, malformed line, wrong format for ``import``,
 ``demo --max-tokens 0``, unknown user): each must exit 1, and its time is the time to the
 error. No timed assertion: this prints numbers.
@@ -105,8 +112,10 @@ def _agentmem() -> list[str]:
     return [found] if found else [sys.executable, "-m", "agentmem.cli"]
 
 
-def run_command(argv: Sequence[str], *, cwd: Path, env: dict[str, str]) -> tuple[float, int, float]:
-    """One run: (wall seconds, exit status, peak RSS in MiB)."""
+def run_command(
+    argv: Sequence[str], *, cwd: Path, env: dict[str, str]
+) -> tuple[float, int, float, float]:
+    """One run: (wall seconds, exit status, peak RSS in MiB, CPU seconds: user + system)."""
     start = time.perf_counter()
     proc = subprocess.Popen(
         list(argv), cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
@@ -114,32 +123,43 @@ def run_command(argv: Sequence[str], *, cwd: Path, env: dict[str, str]) -> tuple
     _, status, usage = os.wait4(proc.pid, 0)
     elapsed = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
-    return elapsed, proc.returncode, usage.ru_maxrss / 1024
+    return elapsed, proc.returncode, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
 
 
-def _measure(
-    name: str, argv: Sequence[str], *, runs: int, cwd: Path, env: dict[str, str], expect: int
-) -> dict[str, Any]:
-    log(f"{name} ...")
-    run_command(argv, cwd=cwd, env=env)  # warm-up (file cache)
-    times, rss, codes = [], [], set()
-    for _ in range(runs):
-        elapsed, code, peak = run_command(argv, cwd=cwd, env=env)
-        times.append(elapsed * 1000)
-        rss.append(peak)
-        codes.add(code)
-    if codes != {expect}:
-        msg = f"{name}: exit status {sorted(codes)}, expected {expect}"
-        raise SystemExit(msg)
-    return {
-        "command": name,
-        "runs": runs,
-        "median_ms": statistics.median(times),
-        "min_ms": min(times),
-        "max_ms": max(times),
-        "peak_rss_mib": statistics.median(rss),
-        "exit": expect,
-    }
+Step = tuple[str, list[str], int, dict[str, str]]  # name, argv, expected status, env
+
+
+def _measure(plan: Sequence[Step], *, runs: int, cwd: Path) -> list[dict[str, Any]]:
+    """Each command of ``plan`` once (a warm-up: the file cache), then ``runs`` rounds of
+    all of them, interleaved: a load that comes and goes weighs on every row alike."""
+    for name, argv, _, env in plan:
+        log(f"{name} ...")
+        run_command(argv, cwd=cwd, env=env)
+    samples: list[list[tuple[float, int, float, float]]] = [[] for _ in plan]
+    for round_ in range(runs):
+        log(f"round {round_ + 1}/{runs} ...")
+        for (_, argv, _, env), done in zip(plan, samples, strict=True):
+            done.append(run_command(argv, cwd=cwd, env=env))
+    rows = []
+    for (name, _, expect, _), done in zip(plan, samples, strict=True):
+        codes = {code for _, code, _, _ in done}
+        if codes != {expect}:
+            msg = f"{name}: exit status {sorted(codes)}, expected {expect}"
+            raise SystemExit(msg)
+        times = [elapsed * 1000 for elapsed, _, _, _ in done]
+        rows.append(
+            {
+                "command": name,
+                "runs": runs,
+                "median_ms": statistics.median(times),
+                "min_ms": min(times),
+                "max_ms": max(times),
+                "cpu_ms": statistics.median(cpu * 1000 for _, _, _, cpu in done),
+                "peak_rss_mib": statistics.median(peak for _, _, peak, _ in done),
+                "exit": expect,
+            }
+        )
+    return rows
 
 
 def _inputs(work: Path) -> dict[str, Path]:
@@ -237,8 +257,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
     env["PYTHONPYCACHEPREFIX"] = str(work / "bytecode")  # compiled once, like an install
     homes = {}
-    for size in args.sizes:
-        homes[size] = work / f"home-{size}"
+    sizes = [max(args.sizes)] if args.home else args.sizes
+    for size in sizes:
+        homes[size] = args.home or work / f"home-{size}"
+        if (homes[size] / "long_term").exists():
+            log(f"reusing {homes[size]} (built with {size:,} memories of alice)")
+            continue
         log(f"building a home with {size:,} memories of alice (+{USERS - 1} users x 100) ...")
         # In a child process: this one stays small, so its children's peak RSS is their own
         # (a forked child starts with its parent's resident pages).
@@ -249,16 +273,21 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         )
         subprocess.run([py, "-c", code], env=env, check=True)
     files = _inputs(work)
-    small = homes[min(args.sizes)]
+    small = homes[min(homes)]
     fresh = ["--home", str(work / "fresh-home")]
-    plan: list[tuple[str, list[str], int]] = [
-        ("python -c pass (baseline)", [py, "-c", "pass"], 0),
-        ("python -c 'import agentmem'", [py, "-c", "import agentmem"], 0),
-        ("agentmem --help", [*cli, "--help"], 0),
+    plan: list[Step] = [
+        ("python -c pass (baseline)", [py, "-c", "pass"], 0, env),
+        ("python -c 'import agentmem'", [py, "-c", "import agentmem"], 0, env),
+        ("agentmem --help", [*cli, "--help"], 0, env),
     ]
     for size, home in homes.items():
         name = f"agentmem stats --user alice ({size:,} memories)"
-        plan.append((name, [*cli, "--home", str(home), "stats", "--user", "alice"], 0))
+        stats = ["--home", str(home), "stats", "--user", "alice"]
+        plan.append((name, [*cli, *stats], 0, env))
+        if args.base is not None:  # the code before, from its checkout, in the same rounds
+            base_path = f"{args.base / 'shared'}{os.pathsep}{args.base}"
+            base_env = {**env, "PYTHONPATH": base_path}
+            plan.append((f"base: {name}", [py, "-m", "agentmem.cli", *stats], 0, base_env))
     mistakes: list[tuple[str, list[str]]] = [
         ("missing file (ingest)", ["ingest", str(work / "missing.jsonl"), "--user", "bob"]),
         ("directory (ingest)", ["ingest", str(files["directory"]), "--user", "bob"]),
@@ -268,37 +297,36 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         ("demo --max-tokens 0", ["demo", "--max-tokens", "0"]),
     ]
     for name, argv in mistakes:
-        plan.append((f"error: {name}", [*cli, *fresh, *argv], 1))
+        plan.append((f"error: {name}", [*cli, *fresh, *argv], 1, env))
     unknown = [*cli, "--home", str(small), "stats", "--user", "nobody"]
-    plan.append(("error: unknown user (stats)", unknown, 1))
+    plan.append(("error: unknown user (stats)", unknown, 1, env))
     if not args.no_reference:
-        plan.append(("reference: python -c 'import torch'", [py, "-c", "import torch"], 0))
+        plan.append(("reference: python -c 'import torch'", [py, "-c", "import torch"], 0, env))
         if not args.torch_only:
             plan.append(
                 (
                     "reference: python -c 'import sentence_transformers'",
                     [py, "-c", "import sentence_transformers"],
                     0,
+                    env,
                 )
             )
     load_before = os.getloadavg()
-    rows = [
-        _measure(name, argv, runs=args.runs, cwd=work, env=env, expect=expect)
-        for name, argv, expect in plan
-    ]
+    rows = _measure(plan, runs=args.runs, cwd=work)
     base = rows[0]["median_ms"]
-    torch = next((r["median_ms"] for r in rows if "import torch" in r["command"]), None)
+    torch = next((r for r in rows if "import torch" in r["command"]), None)
     for row in rows:
         row["x_python"] = row["median_ms"] / base
         if torch is not None:  # the goal of `stats` on a big home: at most 0.5x of it
-            row["x_torch"] = row["median_ms"] / torch
+            row["x_torch"] = row["median_ms"] / torch["median_ms"]
+            row["cpu_x_torch"] = row["cpu_ms"] / torch["cpu_ms"]
     phases = []
     for size, home in homes.items():
         log(f"phases of stats ({size:,} memories) ...")
         phases.append({"memories": size, **stats_phases(home, runs=args.runs, cwd=work, env=env)})
     shutil.rmtree(work, ignore_errors=True)
     return {
-        "config": {"runs": args.runs, "sizes": args.sizes},
+        "config": {"runs": args.runs, "sizes": sizes, "home": args.home and str(args.home)},
         # 1-minute load average when the timed runs start and end (a busy machine is slower)
         "load_average": [load_before[0], os.getloadavg()[0]],
         "env": environment(),
@@ -315,6 +343,18 @@ def _parser() -> argparse.ArgumentParser:
         type=parse_sizes,
         default=[100, 10_000, 100_000],
         help="memories of alice per home",
+    )
+    parser.add_argument(
+        "--home",
+        type=Path,
+        help="time stats on this home (the largest of --sizes; built here when missing, "
+        "then kept) instead of building homes for the run",
+    )
+    parser.add_argument(
+        "--base",
+        type=Path,
+        help="a checkout of the code before (e.g. `git worktree add /tmp/base main`): its "
+        "stats rows run in the same rounds",
     )
     parser.add_argument("--no-reference", action="store_true", help="skip the torch rows")
     parser.add_argument(
@@ -342,6 +382,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "max_ms",
             "x_python",
             "x_torch",
+            "cpu_ms",
+            "cpu_x_torch",
             "peak_rss_mib",
             "exit",
         ],

@@ -54,11 +54,11 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 from typing_extensions import TypedDict, Unpack
 
 from agentmem.errors import ConfigurationError
-from agentmem.long_term.store import MemoryStore
-from agentmem.stores.base import SessionStore
 from agentmem.stores.registry import DEFAULT_COLLECTION, StoreKind, backend_for
 
 if TYPE_CHECKING:
+    from agentmem.long_term.store import MemoryStore
+    from agentmem.stores.base import SessionStore
     from agentmem.stores.qdrant.edge import AutoIndex
 
 __all__ = [

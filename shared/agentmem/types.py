@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any, Literal, get_args
 
 from pydantic import (
@@ -30,6 +30,7 @@ from pydantic import (
     model_validator,
 )
 
+from agentmem._util.clock import utcnow
 from agentmem._util.pydantic_errors import describe
 from agentmem.errors import InvalidMessageError
 from agentmem.storable import json_problem, json_text, text_problem
@@ -45,11 +46,6 @@ def _storable_text(value: str, what: str) -> str:
     if problem is not None:
         raise ValueError(problem)
     return value
-
-
-def utcnow() -> datetime:
-    """The current time as a timezone-aware UTC ``datetime`` (the default clock)."""
-    return datetime.now(timezone.utc)
 
 
 def _new_id() -> str:

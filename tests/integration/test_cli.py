@@ -75,6 +75,40 @@ def check_demo_output_is_labelled(out: str) -> None:
     assert cut  # the long rounds were cut, each between two words
 
 
+def test_stats_counts_every_type_subtype_and_the_history(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each type's known subtypes in order, other subtypes (and none) as ``(other)``, the
+    last type too, and superseded memories in the total only."""
+    from agentmem.long_term import LongTermMemory
+    from tests.fake_embedder import HashingEmbedder
+
+    home = tmp_path / "home"
+    memory = LongTermMemory.open(user_id="alice", home=home, embedder=HashingEmbedder(384))
+    for content, memory_type, subtype in [
+        ("met Ann in Oslo", "episodic", "event"),
+        ("prefers tabs", "semantic", "preference"),
+        ("lives in Oslo", "semantic", "fact"),
+        ("likes tea", "semantic", "preference"),
+        ("reads sci-fi", "semantic", "hobby"),
+        ("no subtype", "semantic", None),
+        ("rebase before merging", "procedural", "skill"),
+    ]:
+        memory.store_memory(content, memory_type, subtype=subtype)
+    old = memory.store_memory("lived in Bergen", "semantic", subtype="fact")
+    memory.supersede_memory(old.id, memory.new_record("moved to Oslo", "semantic"))
+    memory.close()
+    lines = run(capsys, "--home", str(home), "stats", "--user", "alice").splitlines()
+    assert lines[:-1] == [
+        "user alice: 8 memories (7 current)",
+        "  episodic/event           1",
+        "  semantic/preference      2",
+        "  semantic/fact            2",
+        "  semantic/(other)         2",
+        "  procedural/skill         1",
+    ]
+
+
 def test_ingest_search_stats_export_import_round_trip(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

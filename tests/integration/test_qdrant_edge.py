@@ -16,6 +16,7 @@ import pytest
 from agentmem.errors import StoreLockedError
 from agentmem.long_term.records import MemoryRecord, RecordFilter, Scope
 from agentmem.long_term.store import SparseVector
+from agentmem.stores.qdrant._edge_manifest import read_manifest
 from agentmem.stores.qdrant.edge import QdrantEdgeStore
 
 pytestmark = pytest.mark.integration
@@ -62,6 +63,60 @@ def test_data_survives_close_and_reopen(tmp_path: Path) -> None:
         assert after == before
         assert after[0].record.content == "memory 5"
         assert store.count(ALICE, filter=RecordFilter(pinned=True)) == 1
+
+
+def test_boolean_conditions_match_stored_booleans_without_numpy(tmp_path: Path) -> None:
+    """A filter on a boolean field (``pinned``, and ``is_current`` behind history queries
+    and the open's backfill) matches, in a process that never imports numpy."""
+    recs = _records(3)
+    with QdrantEdgeStore(tmp_path, dimension=DIM) as store:
+        store.upsert(recs, _vectors(3), [SparseVector([1], [1.0])] * 3)
+        store.set_fields(ALICE, [recs[0].id], {"pinned": True})
+    child = _child(
+        """
+        import sys
+        from agentmem.long_term.records import RecordFilter, Scope
+        from agentmem.stores.qdrant.edge import QdrantEdgeStore
+        with QdrantEdgeStore(sys.argv[1], dimension=8, preload=False) as store:
+            alice = Scope(user_id="alice")
+            counts = [store.count(alice, filter=RecordFilter(pinned=p)) for p in (True, False)]
+        print(counts, "numpy" in sys.modules)
+        """,
+        str(tmp_path),
+    )
+    out, err = child.communicate(timeout=120)
+    assert out.split() == ["[1,", "2]", "False"], err
+
+
+def test_the_manifest_counts_the_points_again_only_after_a_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The manifest's point counts: a session that only reads counts once (at open, and
+    reuses them at close); one that writes after a flush records the new counts."""
+    import agentmem.stores.qdrant.edge as edge_module
+
+    counted: list[int] = []
+    count_spaces = edge_module.count_spaces
+
+    def counting(shard: object) -> dict[str, int]:
+        counts = count_spaces(shard)
+        counted.append(counts["*"])
+        return counts
+
+    monkeypatch.setattr(edge_module, "count_spaces", counting)
+    recs, vecs = _records(5), _vectors(5)
+    with QdrantEdgeStore(tmp_path, dimension=DIM) as store:
+        store.upsert(recs[:3], vecs[:3], [SparseVector([1], [1.0])] * 3)
+        store.flush()
+        store.upsert(recs[3:], vecs[3:], [SparseVector([1], [1.0])] * 2)
+    assert counted == [3, 5]
+    counted.clear()
+    with QdrantEdgeStore(tmp_path, dimension=DIM, preload=False) as store:
+        assert store.count(ALICE) == 5
+    assert counted == [5]
+    manifest = read_manifest(tmp_path)
+    assert manifest is not None
+    assert manifest.points["*"] == 5
 
 
 def test_a_second_store_in_this_process_is_refused(tmp_path: Path) -> None:

@@ -11,8 +11,7 @@ from typing import Any
 
 import pytest
 
-from agentmem.cli import embedder as _cli_embedder
-from agentmem.cli.common import disk_usage, format_bytes
+from agentmem.cli.common import DEFAULT_DIMENSION, disk_usage, format_bytes
 from agentmem.cli.embedder import DeferredEmbedder
 from agentmem.cli.input import parse_chat_jsonl, parse_memory_jsonl, read_text
 from agentmem.cli.progress import ProgressBar, TransientStatus
@@ -88,7 +87,7 @@ def test_deferred_embedder_never_loads_for_given_vectors(monkeypatch: pytest.Mon
 
     monkeypatch.setattr("agentmem.embeddings.local.default_embedder", refuse)
     embedder = DeferredEmbedder(given={"a": [1.0] * 384, "b": [2.0] * 384})
-    assert embedder.dimension == _cli_embedder.DEFAULT_DIMENSION == 384
+    assert embedder.dimension == DEFAULT_DIMENSION == 384
     assert [v[0] for v in embedder.embed_documents(["b", "a", "b"])] == [2.0, 1.0, 2.0]
     assert not embedder.loaded
     with pytest.raises(AssertionError, match="must not load"):

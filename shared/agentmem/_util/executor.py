@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import functools
 from collections.abc import Callable
@@ -20,6 +19,8 @@ async def run_in_executor(func: Callable[P, T], /, *args: P.args, **kwargs: P.kw
     Async twins of blocking operations go through here (as langchain-core's
     ``run_in_executor`` does), so library code never starts or nests an event loop.
     """
+    import asyncio  # here: a caller with a running loop has it; sync code never needs it
+
     loop = asyncio.get_running_loop()
     ctx = contextvars.copy_context()
     call = functools.partial(ctx.run, func, *args, **kwargs)

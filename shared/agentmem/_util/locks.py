@@ -11,7 +11,6 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import weakref
 from collections.abc import Hashable
@@ -58,6 +57,8 @@ class holding:
         self._lock = lock
 
     async def __aenter__(self) -> None:
+        import asyncio  # here: an event loop runs, so it is loaded; sync callers never need it
+
         # Polling, not acquiring in a worker thread: a cancelled task must never leave the
         # lock taken behind it.
         while not self._lock.acquire(blocking=False):  # noqa: ASYNC110

@@ -174,8 +174,6 @@ def export_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def import_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """``agentmem import FILE --user U``: memories from an export file (no model is loaded
     when every line carries its vector)."""
-    from agentmem.cli.embedder import DEFAULT_DIMENSION
-
     user = common.check_user(args)
     path = Path(args.file)
     text = read_text(path, "export file")
@@ -184,7 +182,7 @@ def import_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         text,
         user_id=user,
         model_name=DeferredEmbedder.model_name,
-        dimension=DEFAULT_DIMENSION,
+        dimension=common.DEFAULT_DIMENSION,
     )
     config = common.resolve_config(args)
     common.check_home(config)

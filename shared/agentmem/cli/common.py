@@ -17,7 +17,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TextIO
 
-from agentmem.cli.embedder import DeferredEmbedder
 from agentmem.cli.progress import TransientStatus
 from agentmem.errors import ConfigurationError, InvalidValueError
 
@@ -25,12 +24,14 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
     from agentmem.backends import BackendConfig
+    from agentmem.cli.embedder import DeferredEmbedder
     from agentmem.controller.config import ManagerSettings
     from agentmem.controller.manager import MemoryManager
     from agentmem.llm import ChatModel
     from agentmem.long_term import LongTermMemory
 
 __all__ = [
+    "DEFAULT_DIMENSION",
     "NO_LLM_STATUS",
     "atomic_writer",
     "check_home",
@@ -56,6 +57,11 @@ NO_LLM_STATUS = (
 )
 """The status line (on stderr) of commands that would use an LLM when none is configured."""
 
+DEFAULT_DIMENSION = 384
+"""Vector size of all-MiniLM-L6-v2, the default model (its weights are pinned by sha256):
+the stores open with it before (or without) loading the model (see
+:mod:`agentmem.cli.embedder`)."""
+
 
 def check_user(args: argparse.Namespace) -> str:
     """The ``--user`` id, checked like every scope id.
@@ -64,7 +70,7 @@ def check_user(args: argparse.Namespace) -> str:
         >>> check_user(argparse.Namespace(user="alice"))
         'alice'
     """
-    from agentmem.stores.base import validate_session_id
+    from agentmem._util.session_ids import validate_session_id
 
     return validate_session_id(args.user, what="--user")
 
@@ -73,7 +79,7 @@ def check_session(value: str | None, option: str = "--session") -> str | None:
     """``--session``, if given, checked like every session id."""
     if value is None:
         return None
-    from agentmem.stores.base import validate_session_id
+    from agentmem._util.session_ids import validate_session_id
 
     return validate_session_id(value, what=option)
 
@@ -147,6 +153,8 @@ def check_user_memories(count: int, user: str, where: Path | str) -> None:
 
 def deferred_embedder(**kwargs: Any) -> DeferredEmbedder:
     """The default embedder, loaded on first use with a status line on a terminal."""
+    from agentmem.cli.embedder import DeferredEmbedder  # here: it imports the embeddings
+
     return DeferredEmbedder(
         loading=lambda: TransientStatus("loading the embedding model (all-MiniLM-L6-v2)"),
         **kwargs,

@@ -18,16 +18,14 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
+from agentmem.cli.common import DEFAULT_DIMENSION
 from agentmem.embeddings.local import ALL_MINILM_L6_V2, ALL_MINILM_L6_V2_SHA256
 from agentmem.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from agentmem.embeddings.cache import CachedEmbedder
 
-__all__ = ["DEFAULT_DIMENSION", "DeferredEmbedder"]
-
-DEFAULT_DIMENSION = 384
-"""Vector size of all-MiniLM-L6-v2, the default model (its weights are pinned by sha256)."""
+__all__ = ["DeferredEmbedder"]
 
 
 class DeferredEmbedder:

@@ -11,7 +11,6 @@ import argparse
 from typing import TextIO
 
 from agentmem.cli import common
-from agentmem.cli.embedder import DEFAULT_DIMENSION
 
 __all__ = ["KNOWN_SUBTYPES", "stats_command"]
 
@@ -50,7 +49,7 @@ def stats_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     # at close): the next session that searches does both.
     lease = acquire_memory_store(
         config,
-        dimension=DEFAULT_DIMENSION,
+        dimension=common.DEFAULT_DIMENSION,
         preload=False,
         auto_index=AutoIndex(enabled=False),
     )
@@ -65,8 +64,12 @@ def stats_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         total = count()
         common.check_user_memories(total, user, config.describe_memories())
         current = store.count(scope, filter=RecordFilter())
+        typed = 0
         for memory_type in MEMORY_TYPES:
+            if typed == total:
+                break  # every memory is counted under a type before it: the rest are zeros
             of_type = count(memory_types=(memory_type,))
+            typed += of_type
             known = 0
             for subtype in KNOWN_SUBTYPES:
                 if known == of_type:

@@ -54,6 +54,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
+from agentmem._util.clock import utcnow
 from agentmem.errors import ConfigurationError, InvalidValueError
 from agentmem.long_term.records import MemoryRecord
 from agentmem.long_term.store import (
@@ -64,7 +65,6 @@ from agentmem.long_term.store import (
     ScoreRequest,
 )
 from agentmem.long_term.temporal import Window, query_windows
-from agentmem.types import utcnow
 
 __all__ = [
     "RRF_K",

@@ -25,9 +25,9 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from agentmem._util.clock import utcnow
 from agentmem._util.identifiers import check_identifier, to_identifier
 from agentmem._util.session_ids import validate_session_id
-from agentmem.types import utcnow
 
 __all__ = [
     "MEMORY_TYPES",

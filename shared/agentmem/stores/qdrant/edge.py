@@ -169,6 +169,7 @@ class QdrantEdgeStore(MemoryStoreEngine):
         self._moved_before = 0  # such points at open (from agentmem-index.json)
         self._exported_moved: tuple[set[str], int] = (set(), 0)  # restored on a failure
         self._unflushed = False  # a write since the last flush: close() flushes only then
+        self._counts: dict[str, int] | None = None  # points per space, until the next write
         self._saved_index_state: tuple[str, int] | None = None  # as agentmem-index.json holds
         self._rebuild: threading.Thread | None = None
         self._closing = False  # close() is waiting for a rebuild: start no other
@@ -191,7 +192,7 @@ class QdrantEdgeStore(MemoryStoreEngine):
             )
             try:
                 if expected is not None:
-                    manifests.check_points(self._path, expected, count_spaces(self._shard))
+                    manifests.check_points(self._path, expected, self._count_spaces())
                 self._mark_open()
                 self._moved_before = _read_moved(self._path, self._shard_dir)
                 self._saved_index_state = (self._shard_dir.name, self._moved_before)
@@ -337,7 +338,7 @@ class QdrantEdgeStore(MemoryStoreEngine):
             self._access.flush()
             self._shard.flush()
             wrote, self._unflushed = self._unflushed, False
-            self._write_clean_manifest(count_spaces(self._shard), wrote)
+            self._write_clean_manifest(self._count_spaces(), wrote)
 
     def backup_to(self, dest: str | os.PathLike[str]) -> tuple[manifests.Manifest, int]:
         """Copy the live generation, flushed, with its manifest, to the new directory
@@ -354,7 +355,7 @@ class QdrantEdgeStore(MemoryStoreEngine):
             self._access.flush()
             self._shard.flush()
             wrote, self._unflushed = self._unflushed, False
-            manifest = self._write_clean_manifest(count_spaces(self._shard), wrote)
+            manifest = self._write_clean_manifest(self._count_spaces(), wrote)
             source, root = self._shard_dir, self._path
 
             def skip(path: Path) -> bool:  # the root's own files, and other generations
@@ -412,7 +413,7 @@ class QdrantEdgeStore(MemoryStoreEngine):
                 self._access.close()
                 if self._unflushed:  # a read-only session leaves the files as they were
                     self._shard.flush()
-                counts = count_spaces(self._shard)
+                counts = self._count_spaces()
                 self._shard.close()
                 try:
                     self._write_clean_manifest(counts, self._unflushed)
@@ -589,6 +590,7 @@ class QdrantEdgeStore(MemoryStoreEngine):
                 old, self._shard, self._shard_dir = self._shard, new, target
                 self._access.moved_to(target)
                 self._unflushed = True  # the replayed tail is in its WAL only
+                self._counts = None
                 self._mark_open()
                 paused = time.monotonic() - paused_from
             with contextlib.suppress(Exception):
@@ -655,6 +657,15 @@ class QdrantEdgeStore(MemoryStoreEngine):
         if not self._unflushed:  # the first since a flush: the manifest no longer holds
             self._mark_open()
         self._unflushed = True
+        self._counts = None
+
+    def _count_spaces(self) -> dict[str, int]:
+        """The points in all and in each space, for the manifest (under the mutex): counted
+        once until the next write, so a session that only reads (``agentmem stats``)
+        counts them at open and reuses them at close."""
+        if self._counts is None:
+            self._counts = count_spaces(self._shard)
+        return self._counts
 
     def _write_accesses(
         self, scope: Scope, patches: list[pt.Patch], where: tuple[pt.Condition, ...]
@@ -910,10 +921,27 @@ def _filter(conds: tuple[pt.Condition, ...]) -> qe.Filter:
 
 
 def _value(value: str | int | bool) -> Any:
-    # qdrant_edge 0.9 reads a Python bool as the integer 1/0 (bool subclasses int), which
-    # then never matches a stored boolean; numpy's bool_ is not an int and arrives as a bool.
-    if not isinstance(value, bool):
-        return value
-    import numpy as np  # here: only boolean conditions need it
+    return _EdgeBool(value) if isinstance(value, bool) else value
 
-    return np.bool_(value)
+
+class _EdgeBool:
+    """A boolean as qdrant_edge's bindings read one in a match.
+
+    qdrant_edge 0.9 reads a Python bool as the integer 1/0 (bool subclasses int, and the
+    integer is tried first), which then never matches a stored boolean. Besides ``bool``,
+    its bindings (PyO3) read as a bool numpy's scalar type, which they recognise by its
+    module and name and convert through ``__bool__``; this class is that shape, without
+    importing numpy (0.1-0.2 s: the open of every store matches ``is_current``).
+    """
+
+    __slots__ = ("_value",)
+    __module__ = "numpy"
+
+    def __init__(self, value: bool) -> None:
+        self._value = value
+
+    def __bool__(self) -> bool:
+        return self._value
+
+
+_EdgeBool.__name__ = _EdgeBool.__qualname__ = "bool_"
