@@ -572,6 +572,7 @@ class QdrantEdgeStore(MemoryStoreEngine):
                     resumed.name,
                 )
             with self._mutex:
+                self._check_open()
                 part = part_size(self._shard.info().points_count, self._auto)
             build_generation(
                 target,
