@@ -145,7 +145,7 @@ def segments(generation: Path) -> set[str]:
 def test_a_close_that_stops_a_rebuild_keeps_its_indexed_parts_for_the_next_open(
     tmp_path: Path,
 ) -> None:
-    hurried = AutoIndex(min_unindexed=1_500, check_every=250, finish_at_close=0)
+    hurried = AutoIndex(min_unindexed=1_500, check_every=250, finish_at_close=0, parts=3)
     store = QdrantEdgeStore(tmp_path, dimension=DIM, auto_index=hurried)
     records = write(store, 4_000, "m")  # indexed in parts of 1,500 (part_size)
     wait_until(lambda: resumable_generation(tmp_path) is not None)  # one part flushed
@@ -235,3 +235,5 @@ def test_a_missing_live_generation_is_refused_as_damaged(tmp_path: Path) -> None
         QdrantEdgeStore(tmp_path, dimension=DIM)
     with pytest.raises(Exception, match="positive integer"):
         AutoIndex(min_unindexed=0)
+    with pytest.raises(ConfigurationError, match="parts"):
+        AutoIndex(parts=0)

@@ -23,7 +23,7 @@ def create_shard(path: Path, dimension: int, *, index_everything: bool = False) 
 
     ``index_everything`` (a rebuilt generation) makes ``optimize()`` index every segment,
     however small, and keep the segments it has indexed rather than merge them (the
-    builder indexes a store in parts, see :func:`~agentmem.stores.qdrant._edge_index.part_size`);
+    builder may index a store in parts: ``AutoIndex.parts``);
     otherwise Edge leaves segments under about 10 MB of vectors unindexed.
     """
     shard = qe.EdgeShard.create(

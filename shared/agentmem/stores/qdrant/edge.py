@@ -403,7 +403,7 @@ class QdrantEdgeStore(MemoryStoreEngine):
         :attr:`AutoIndex.finish_at_close` seconds, so that the next open searches with its
         index; past that it is stopped (the live shard is complete without it), and the
         parts it has indexed and flushed are kept for the next open's rebuild to resume
-        (see :func:`~agentmem.stores.qdrant._edge_index.part_size`)."""
+        (see :attr:`AutoIndex.parts`)."""
         self._finish_rebuild()
         with self._mutex:
             if self._closed:
@@ -453,7 +453,7 @@ class QdrantEdgeStore(MemoryStoreEngine):
             logger.info(
                 "closing %s: the index rebuild %s after %.1f s",
                 self._path,
-                "is stopped; the parts it indexed are kept for the next open"
+                "is stopped (the parts it indexed are kept for the next open)"
                 if rebuild.is_alive()
                 else "finished",
                 time.monotonic() - started,
