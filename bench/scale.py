@@ -282,7 +282,11 @@ def main_flatness(args: argparse.Namespace) -> int:
     """``--flatness``: build (or reuse) the store, measure, print, write JSON."""
     source = Path(args.flat_store) if args.flat_store else None
     with tempfile.TemporaryDirectory() as tmp:
-        if source is None or not (source / "edge_config.json").exists():
+        # A store indexed since it was built keeps its shard in a generation (CURRENT).
+        built = source is not None and any(
+            (source / f).exists() for f in ("edge_config.json", "CURRENT")
+        )
+        if source is None or not built:
             source = source or Path(tmp) / "source"
             log(f"building {source}: {args.flat_size:,} + 1,000 + 98 x 100 memories ...")
             build_flat(source, args.flat_size)

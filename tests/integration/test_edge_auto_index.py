@@ -2,7 +2,8 @@
 
 With a low ``AutoIndex`` threshold, writing past it starts a rebuild in a child process;
 the store keeps serving reads and writes meanwhile, every write made during the rebuild is
-in the new generation, a close or a kill -9 mid-rebuild loses nothing, and a store whose
+in the new generation, a close or a kill -9 mid-rebuild loses nothing (and a close keeps
+the parts the rebuild has indexed for the next one to resume), and a store whose
 ``CURRENT`` names a missing generation is refused as damaged.
 """
 
@@ -19,6 +20,11 @@ import pytest
 
 from agentmem.errors import ConfigurationError, StoreCorruptedError
 from agentmem.long_term.records import MemoryRecord, RecordFilter
+from agentmem.stores.qdrant._edge_index import (
+    PARTIAL_FILE,
+    current_generation,
+    resumable_generation,
+)
 from agentmem.stores.qdrant.edge import AutoIndex, QdrantEdgeStore
 from tests.edge_writes import ALICE, write_random
 
@@ -121,19 +127,39 @@ def test_a_close_during_a_rebuild_keeps_its_index_for_the_next_open(tmp_path: Pa
         assert again.count(ALICE) == 2_000
 
 
-def test_a_close_that_does_not_wait_drops_the_rebuild_and_the_next_open_redoes_it(
+def segments(generation: Path) -> set[str]:
+    return {p.name for p in (generation / "segments").iterdir()}
+
+
+def test_a_close_that_stops_a_rebuild_keeps_its_indexed_parts_for_the_next_open(
     tmp_path: Path,
 ) -> None:
-    hurried = AutoIndex(min_unindexed=1_500, check_every=250, finish_at_close=0)
+    hurried = AutoIndex(min_unindexed=1_500, check_every=250, finish_at_close=0, parts=3)
     store = QdrantEdgeStore(tmp_path, dimension=DIM, auto_index=hurried)
-    write(store, 2_000, "m")
-    wait_until(lambda: store.indexing)
-    store.close()
-    assert not (tmp_path / "CURRENT").exists()
+    records = write(store, 4_000, "m")  # indexed in parts of 1,500 (part_size)
+    wait_until(lambda: resumable_generation(tmp_path) is not None)  # one part flushed
+    store.close()  # does not wait: the builder is stopped
+    partial = resumable_generation(tmp_path)
+    assert partial is not None
+    assert not (tmp_path / "CURRENT").exists()  # the live shard is still the first one
+    kept = segments(partial)
+    # Writes between the close and the rebuild that resumes: it must take them all.
+    with QdrantEdgeStore(tmp_path, dimension=DIM, auto_index=AutoIndex(enabled=False)) as off:
+        off.delete(ALICE, [r.id for r in records[:100]])
+        added = write(off, 50, "n", seed=1)
+        off.set_fields(ALICE, [records[100].id], {"importance": 0.9})
+    assert resumable_generation(tmp_path) == partial  # an open without a rebuild keeps it
     with QdrantEdgeStore(tmp_path, dimension=DIM, auto_index=LOW) as again:
-        assert again.indexing  # the index work was lost: rebuilt from scratch
         again.wait_for_index(240)
+        assert current_generation(tmp_path) == partial  # resumed, not redone elsewhere
+        assert kept & segments(partial)  # segments indexed before the close, reused
+        assert not (partial / PARTIAL_FILE).exists()
         assert again.unindexed_estimate() < LOW.min_unindexed
+        assert again.count(ALICE) == 3_950
+        assert again.get(ALICE, [r.id for r in records[:100]]) == []
+        assert len(again.get(ALICE, [r.id for r in added])) == 50
+        assert again.get(ALICE, [records[100].id])[0].importance == 0.9
+    assert resumable_generation(tmp_path) is None
 
 
 @pytest.mark.parametrize("wait", [-1, float("nan"), True, "10"])
@@ -185,7 +211,9 @@ def test_kill_during_a_rebuild_loses_nothing(tmp_path: Path) -> None:
     with QdrantEdgeStore(tmp_path, dimension=DIM) as store:
         assert store.count(ALICE) >= (acked + 1) * 250
     live = (tmp_path / "CURRENT").read_text() if (tmp_path / "CURRENT").exists() else None
-    assert sorted(p.name for p in tmp_path.glob("gen-*")) == ([live] if live else [])
+    resumable = resumable_generation(tmp_path)  # the parts the killed builder flushed
+    kept = {live, None if resumable is None else resumable.name} - {None}
+    assert {p.name for p in tmp_path.glob("gen-*")} == kept
 
 
 def test_a_missing_live_generation_is_refused_as_damaged(tmp_path: Path) -> None:
@@ -196,3 +224,5 @@ def test_a_missing_live_generation_is_refused_as_damaged(tmp_path: Path) -> None
         QdrantEdgeStore(tmp_path, dimension=DIM)
     with pytest.raises(Exception, match="positive integer"):
         AutoIndex(min_unindexed=0)
+    with pytest.raises(ConfigurationError, match="parts"):
+        AutoIndex(parts=0)

@@ -26,6 +26,16 @@ leaves the old generation live, and the next open deletes generations ``CURRENT`
 name. A child that fails or is killed leaves the live shard untouched (the attempt is logged
 and retried after the next :attr:`AutoIndex.min_unindexed` writes).
 
+Work kept across a close: the child indexes the points in :attr:`AutoIndex.parts` parts
+(:func:`part_size`), each one optimized into its own HNSW segment and flushed before the
+next, and after each marks the generation resumable (``agentmem-partial.json``). A close
+that stops the rebuild (past :attr:`AutoIndex.finish_at_close`), or a kill, leaves the
+parts done on disk (and a close during the catch-up, the whole generation), and the next
+rebuild (at the next open, once due) resumes that generation: the export is compared with
+what it holds, and only the points written or changed since, and those deleted, are
+written to it, so the segments indexed before the close are kept as they are. Code from
+before this deletes the resumable generation at open like any other (and rebuilds).
+
 Example:
     >>> AutoIndex().min_unindexed
     20000
@@ -54,12 +64,15 @@ from agentmem.stores.qdrant._edge_access import ACCESS_FILE
 
 __all__ = [
     "CURRENT_FILE",
+    "PARTIAL_FILE",
     "AutoIndex",
     "build_generation",
     "current_generation",
     "drop_stale_generations",
     "export_vectors",
     "next_generation",
+    "part_size",
+    "resumable_generation",
     "set_current_generation",
     "unindexed_points",
 ]
@@ -67,7 +80,9 @@ __all__ = [
 logger = logging.getLogger("agentmem.stores.qdrant.edge")
 
 CURRENT_FILE = "CURRENT"
+PARTIAL_FILE = "agentmem-partial.json"  # in a generation with parts indexed and flushed
 _GEN_PREFIX = "gen-"
+_SAME_VECTOR = 1e-6  # Edge normalizes cosine vectors again on insert: the last bits move
 
 
 @dataclass(frozen=True)
@@ -89,9 +104,19 @@ class AutoIndex:
         enabled: ``False`` turns it off; :meth:`QdrantEdgeStore.optimize` still works.
         finish_at_close: Seconds :meth:`QdrantEdgeStore.close` waits for a rebuild in
             progress to finish and swap in, so that the next open searches with its index
-            (a rebuild dropped at close is redone from scratch after the next open: 2 min at
-            100,000 memories here, searched exactly meanwhile). Past it, the rebuild is
-            stopped and its work dropped. ``0``: never wait.
+            (2 min at 100,000 memories here). Past it, the rebuild is stopped: the parts it
+            has indexed and flushed so far stay on disk, and the next rebuild resumes from
+            them (see ``parts``); meanwhile the previous index serves searches and the
+            points written since it are searched exactly. ``0``: never wait.
+        parts: Index the store in this many parts (each at least ``min_unindexed``
+            points), each flushed when done, so that a rebuild stopped by a close or a kill
+            keeps the parts done for the next open to resume. Each part is an HNSW segment
+            of its own, and a search visits each: the recall p50 of a user with 100,000
+            of 110,000 memories over that of one with 1,000 was the same with 4 parts as
+            with 1 on an idle machine here (1.41-1.46 against 1.39-1.51), but 1.65-1.76
+            against 1.46-1.67 on a loaded one. ``1``: one segment; a rebuild stopped
+            before its end is redone (one stopped while catching up with the writes made
+            meanwhile resumes).
     """
 
     min_unindexed: int = 20_000
@@ -99,6 +124,7 @@ class AutoIndex:
     check_every: int = 1_000
     enabled: bool = True
     finish_at_close: float = 180.0
+    parts: int = 1
 
     def due(self, unindexed: int, points: int) -> bool:
         """Whether a store with ``points`` points, ``unindexed`` of them without the index
@@ -122,7 +148,7 @@ class AutoIndex:
         if isinstance(wait, bool) or not isinstance(wait, int | float) or not 0 <= wait < 1e9:
             msg = f"AutoIndex.finish_at_close must be a number of seconds >= 0, got {wait!r}"
             raise ConfigurationError(msg)
-        for name in ("min_unindexed", "check_every"):
+        for name in ("min_unindexed", "check_every", "parts"):
             value = getattr(self, name)
             check_int(value, f"AutoIndex.{name}", expected="must be a positive integer")
 
@@ -162,12 +188,26 @@ def set_current_generation(root: Path, generation: Path) -> None:
     replace_durably(root / CURRENT_FILE, generation.name)
 
 
+def resumable_generation(root: Path) -> Path | None:
+    """The newest generation that a rebuild stopped by a close (or a kill) left with parts
+    indexed and flushed, for the next rebuild to resume; ``None`` when there is none."""
+    live = current_generation(root)
+    found = [
+        path
+        for path in root.glob(f"{_GEN_PREFIX}*")
+        if path != live and (path / PARTIAL_FILE).is_file()
+    ]
+    return max(found, key=lambda path: path.name, default=None)
+
+
 def drop_stale_generations(root: Path) -> None:
     """Delete generation directories the store does not use (an interrupted rebuild, or the
-    generation a swap replaced), and the files of the pre-generation layout once replaced."""
+    generation a swap replaced) but the one a rebuild can resume (see
+    :func:`resumable_generation`), and the files of the pre-generation layout once replaced."""
     live = current_generation(root)
+    keep = resumable_generation(root)
     for path in root.glob(f"{_GEN_PREFIX}*"):
-        if path.is_dir() and path != live:
+        if path.is_dir() and path not in (live, keep):
             shutil.rmtree(path, ignore_errors=True)
     if live != root:
         for name in ("segments", "wal", "edge_config.json", ACCESS_FILE):
@@ -184,14 +224,32 @@ Page = list[tuple[str, dict[str, Any], dict[str, Any]]]
 """Points as ``(id, {vector name: dense list or (indices, values)}, payload)``."""
 
 
+def part_size(points: int, policy: AutoIndex) -> int:
+    """Points the builder indexes and flushes at a time for a store of ``points`` points:
+    an :attr:`AutoIndex.parts`-th of them, and at least :attr:`AutoIndex.min_unindexed`
+    (below it, an index is not worth building).
+
+    Example:
+        >>> part_size(110_000, AutoIndex()), part_size(110_000, AutoIndex(parts=4))
+        (110000, 27500)
+        >>> part_size(30_000, AutoIndex(parts=4))
+        20000
+    """
+    return max(policy.min_unindexed, -(-points // policy.parts))
+
+
 def build_generation(
     target: Path,
     dimension: int,
     pages: Iterator[Page],
     *,
+    part: int,
     on_start: Callable[[subprocess.Popen[bytes]], None] | None = None,
 ) -> None:
-    """Write ``pages`` into a new, optimized shard at ``target`` in a child process.
+    """Write ``pages`` into an optimized shard at ``target`` in a child process, ``part``
+    points at a time (see :func:`part_size`). A ``target`` that
+    :func:`resumable_generation` names is resumed: only what differs from ``pages`` is
+    written to it.
 
     ``on_start`` receives the child (so its owner can kill it when the store closes).
 
@@ -206,6 +264,7 @@ def build_generation(
             str(target),
             str(dimension),
             str(os.getpid()),
+            str(part),
         ],
         stdin=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
@@ -244,24 +303,86 @@ def _die_with_parent(parent: int) -> None:
         raise SystemExit(1)
 
 
-def _child(target: Path, dimension: int, source: IO[bytes]) -> None:
+def _child(target: Path, dimension: int, part: int, source: IO[bytes]) -> None:
     import qdrant_edge as qe
 
     from agentmem.stores.qdrant._edge_shard import create_shard
 
-    shard = create_shard(target, dimension, index_everything=True)
+    resumed = (target / PARTIAL_FILE).is_file()
+    if resumed:
+        shard = qe.EdgeShard.load(str(target))
+    else:
+        shard = create_shard(target, dimension, index_everything=True)
     try:
+        sent: set[str] = set()
+        pending: list[Any] = []
         while (page := pickle.load(source)) is not None:
-            points = [
+            if resumed:
+                sent.update(pid for pid, _, _ in page)
+                page = _changed(shard, page)
+            pending += [
                 qe.Point(pid, {k: _vector(qe, v) for k, v in vectors.items()}, payload)
                 for pid, vectors, payload in page
             ]
-            if points:
-                shard.update(qe.UpdateOperation.upsert_points(points))
-        shard.optimize()
-        shard.flush()
+            if len(pending) >= part:
+                _index_part(qe, shard, pending, target)
+                pending = []
+        if resumed:
+            gone: list[Any] = [pid for pid in _ids(qe, shard) if pid not in sent]
+            if gone:
+                shard.update(qe.UpdateOperation.delete_points(gone))
+        _index_part(qe, shard, pending, target)  # the parent unmarks it when it swaps it in
     finally:
         shard.close()
+
+
+def _index_part(qe: Any, shard: Any, points: list[Any], target: Path) -> None:
+    """Write ``points``, index them into segments of their own, flush, and mark the
+    generation resumable."""
+    if points:
+        shard.update(qe.UpdateOperation.upsert_points(points))
+    shard.optimize()
+    shard.flush()
+    (target / PARTIAL_FILE).write_text('{"resumable": true}\n', encoding="utf-8")
+
+
+def _changed(shard: Any, page: Page) -> Page:
+    """The points of ``page`` that a resumed generation lacks or holds otherwise."""
+    held = {
+        str(r.id): r
+        for r in shard.retrieve([pid for pid, _, _ in page], with_payload=True, with_vector=True)
+    }
+    return [
+        (pid, vectors, payload)
+        for pid, vectors, payload in page
+        if (old := held.get(pid)) is None
+        or dict(old.payload or {}) != payload
+        or not _same_vectors(export_vectors(old.vector), vectors)
+    ]
+
+
+def _same_vectors(held: dict[str, Any], sent: dict[str, Any]) -> bool:
+    if held.keys() != sent.keys():
+        return False
+    for name, value in sent.items():
+        if isinstance(value, tuple):  # sparse: (indices, values), exactly
+            if held[name] != value:
+                return False
+        elif len(held[name]) != len(value) or any(
+            abs(a - b) > _SAME_VECTOR for a, b in zip(held[name], value, strict=True)
+        ):
+            return False
+    return True
+
+
+def _ids(qe: Any, shard: Any) -> Iterator[str]:
+    offset: Any = None
+    while True:
+        request = qe.ScrollRequest(offset=offset, limit=1024, with_payload=False)
+        rows, offset = shard.scroll(request)
+        yield from (str(r.id) for r in rows)
+        if offset is None:
+            return
 
 
 def _vector(qe: Any, value: Any) -> Any:
@@ -283,9 +404,9 @@ def export_vectors(vectors: Any) -> dict[str, Any]:
 
 def run_child(argv: list[str], read: Callable[[], IO[bytes]]) -> int:
     """Entry point of the child (``python -m agentmem.stores.qdrant._edge_index``)."""
-    target, dimension, parent = Path(argv[0]), int(argv[1]), int(argv[2])
+    target, dimension, parent, part = Path(argv[0]), int(argv[1]), int(argv[2]), int(argv[3])
     _die_with_parent(parent)
-    _child(target, dimension, read())
+    _child(target, dimension, part, read())
     return 0
 
 

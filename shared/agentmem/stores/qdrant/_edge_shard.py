@@ -22,7 +22,9 @@ def create_shard(path: Path, dimension: int, *, index_everything: bool = False) 
     """A new, empty shard at ``path`` with agentmem's schema and payload indexes.
 
     ``index_everything`` (a rebuilt generation) makes ``optimize()`` index every segment,
-    however small; otherwise Edge leaves segments under about 10 MB of vectors unindexed.
+    however small, and keep the segments it has indexed rather than merge them (the
+    builder may index a store in parts: ``AutoIndex.parts``);
+    otherwise Edge leaves segments under about 10 MB of vectors unindexed.
     """
     shard = qe.EdgeShard.create(
         str(path), shard_schema(dimension, index_everything=index_everything)
@@ -47,7 +49,11 @@ def shard_schema(dimension: int, *, index_everything: bool = False) -> qe.EdgeCo
     (``QdrantEdgeStore(preload=True)``), which is what the ``cached`` tier does one 4 KiB
     page at a time; a command that only counts skips that read (:func:`lazy_layout`).
     """
-    optimizers = qe.EdgeOptimizersConfig(indexing_threshold=1) if index_everything else None
+    optimizers = (
+        qe.EdgeOptimizersConfig(indexing_threshold=1, default_segment_number=_KEEP_SEGMENTS)
+        if index_everything
+        else None
+    )
     cold = qe.Memory.Cold
     dense = qe.EdgeVectorParams(
         size=dimension,
@@ -68,6 +74,9 @@ def shard_schema(dimension: int, *, index_everything: bool = False) -> qe.EdgeCo
 
 #: Qdrant's defaults, spelled out because the memory tier cannot be set without them.
 _HNSW_M, _HNSW_EF, _FULL_SCAN_KB = 16, 100, 10_000
+#: Segments Edge's optimizer keeps before it merges (and so re-indexes) any: more than a
+#: rebuild makes (see ``_edge_index.part_size``), also when it resumed one stopped before.
+_KEEP_SEGMENTS = 32
 
 
 def lazy_layout(config: dict[str, Any]) -> bool:

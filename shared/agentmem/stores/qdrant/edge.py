@@ -92,12 +92,15 @@ from agentmem.stores.qdrant._edge_files import (
 )
 from agentmem.stores.qdrant._edge_index import (
     CURRENT_FILE,
+    PARTIAL_FILE,
     AutoIndex,
     build_generation,
     current_generation,
     drop_stale_generations,
     export_vectors,
     next_generation,
+    part_size,
+    resumable_generation,
     set_current_generation,
     unindexed_points,
 )
@@ -399,8 +402,9 @@ class QdrantEdgeStore(MemoryStoreEngine):
 
         A background index rebuild still running is waited for, up to
         :attr:`AutoIndex.finish_at_close` seconds, so that the next open searches with its
-        index; past that it is stopped (its work is dropped; the live shard is complete
-        without it)."""
+        index; past that it is stopped (the live shard is complete without it), and the
+        parts it has indexed and flushed are kept for the next open's rebuild to resume
+        (see :attr:`AutoIndex.parts`)."""
         self._finish_rebuild()
         with self._mutex:
             if self._closed:
@@ -450,7 +454,9 @@ class QdrantEdgeStore(MemoryStoreEngine):
             logger.info(
                 "closing %s: the index rebuild %s after %.1f s",
                 self._path,
-                "is still running and is dropped" if rebuild.is_alive() else "finished",
+                "is stopped (the parts it indexed are kept for the next open)"
+                if rebuild.is_alive()
+                else "finished",
                 time.monotonic() - started,
             )
 
@@ -553,13 +559,28 @@ class QdrantEdgeStore(MemoryStoreEngine):
                 return
 
     def _rebuild_index(self) -> None:
-        target = next_generation(self._path)
+        resumed = resumable_generation(self._path)
+        target = resumed or next_generation(self._path)
         swapped = False
         new: qe.EdgeShard | None = None
         started = time.monotonic()
         try:
+            if resumed is not None:
+                logger.info(
+                    "resuming the index rebuild of %s in %s (its parts indexed before a "
+                    "close are kept)",
+                    self._path,
+                    resumed.name,
+                )
+            with self._mutex:
+                self._check_open()
+                part = part_size(self._shard.info().points_count, self._auto)
             build_generation(
-                target, self._dimension, self._export_pages(), on_start=self._set_child
+                target,
+                self._dimension,
+                self._export_pages(),
+                part=part,
+                on_start=self._set_child,
             )
             built = time.monotonic()
             if self._preload:  # the builder's close dropped its files from the page cache
@@ -585,6 +606,7 @@ class QdrantEdgeStore(MemoryStoreEngine):
                 for op, args in tail:
                     _apply(new, op, args)  # each in Edge's WAL before it returns: durable
                 self._access.copy_to(target)
+                (target / PARTIAL_FILE).unlink(missing_ok=True)  # complete: live from now
                 set_current_generation(self._path, target)
                 swapped = True
                 old, self._shard, self._shard_dir = self._shard, new, target
@@ -631,7 +653,8 @@ class QdrantEdgeStore(MemoryStoreEngine):
                 if new is not None:
                     with contextlib.suppress(Exception):
                         new.close()
-                shutil.rmtree(target, ignore_errors=True)
+                if not (self._closed and (target / PARTIAL_FILE).is_file()):
+                    shutil.rmtree(target, ignore_errors=True)  # else the next open resumes it
 
     # -- the steps (blocking calls, run under the mutex by _drive) -----------------------
 
