@@ -9,14 +9,20 @@ the parts the rebuild has indexed for the next one to resume), and a store whose
 
 from __future__ import annotations
 
+import io
+import pickle
+import random
 import signal
 import subprocess
 import sys
 import textwrap
 import time
+import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
+import qdrant_edge as qe
 
 from agentmem.errors import ConfigurationError, StoreCorruptedError
 from agentmem.long_term.records import MemoryRecord, RecordFilter
@@ -226,3 +232,51 @@ def test_a_missing_live_generation_is_refused_as_damaged(tmp_path: Path) -> None
         AutoIndex(min_unindexed=0)
     with pytest.raises(ConfigurationError, match="parts"):
         AutoIndex(parts=0)
+
+
+def test_the_builder_writes_one_log_entry_per_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every update is one entry of the new shard's write-ahead log, which Edge reads again
+    at every open while the log holds it: a part written as one update (100,000 points)
+    made each later open of the rebuilt store spend seconds of CPU on it."""
+    from agentmem.stores.qdrant import _edge_index, _edge_shard
+
+    updates: list[object] = []
+
+    class Recording:  # the real shard, its updates counted
+        def __init__(self, shard: Any) -> None:
+            self._shard = shard
+
+        def update(self, operation: object) -> None:
+            updates.append(operation)
+            self._shard.update(operation)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._shard, name)
+
+    create = _edge_shard.create_shard
+    monkeypatch.setattr(_edge_shard, "create_shard", lambda *a, **k: Recording(create(*a, **k)))
+    rng = random.Random(0)
+    pages = [
+        [
+            (str(uuid.UUID(int=page * 1_000 + i + 1)), {"dense": vector(rng)}, {"n": i})
+            for i in range(300)
+        ]
+        for page in range(4)
+    ]
+    stream = io.BytesIO()
+    for page in [*pages, None]:
+        pickle.dump(page, stream)
+    stream.seek(0)
+    _edge_index._child(tmp_path / "gen", DIM, 700, stream)  # parts of 700 points
+    assert len(updates) == len(pages)
+    shard = qe.EdgeShard.load(str(tmp_path / "gen"))
+    try:
+        assert shard.count(qe.CountRequest(exact=True)) == 1_200
+    finally:
+        shard.close()
+
+
+def vector(rng: random.Random) -> list[float]:
+    return [rng.random() for _ in range(DIM)]

@@ -315,32 +315,36 @@ def _child(target: Path, dimension: int, part: int, source: IO[bytes]) -> None:
         shard = create_shard(target, dimension, index_everything=True)
     try:
         sent: set[str] = set()
-        pending: list[Any] = []
+        pending = 0  # points written since the last part was indexed
         while (page := pickle.load(source)) is not None:
             if resumed:
                 sent.update(pid for pid, _, _ in page)
                 page = _changed(shard, page)
-            pending += [
+            # One update per page: every update is one entry of the shard's write-ahead log,
+            # and Edge reads the entries its log still holds at every later open (one entry
+            # of a whole 100,000-point part cost 5.7 s of CPU per open).
+            points = [
                 qe.Point(pid, {k: _vector(qe, v) for k, v in vectors.items()}, payload)
                 for pid, vectors, payload in page
             ]
-            if len(pending) >= part:
-                _index_part(qe, shard, pending, target)
-                pending = []
+            if points:
+                shard.update(qe.UpdateOperation.upsert_points(points))
+            pending += len(points)
+            if pending >= part:
+                _index_part(shard, target)
+                pending = 0
         if resumed:
             gone: list[Any] = [pid for pid in _ids(qe, shard) if pid not in sent]
             if gone:
                 shard.update(qe.UpdateOperation.delete_points(gone))
-        _index_part(qe, shard, pending, target)  # the parent unmarks it when it swaps it in
+        _index_part(shard, target)  # the parent unmarks it when it swaps it in
     finally:
         shard.close()
 
 
-def _index_part(qe: Any, shard: Any, points: list[Any], target: Path) -> None:
-    """Write ``points``, index them into segments of their own, flush, and mark the
-    generation resumable."""
-    if points:
-        shard.update(qe.UpdateOperation.upsert_points(points))
+def _index_part(shard: Any, target: Path) -> None:
+    """Index the points written since the last part into segments of their own, flush, and
+    mark the generation resumable."""
     shard.optimize()
     shard.flush()
     (target / PARTIAL_FILE).write_text('{"resumable": true}\n', encoding="utf-8")
