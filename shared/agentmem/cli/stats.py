@@ -33,9 +33,10 @@ def stats_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """``agentmem stats --user U``: memories by type and subtype, and the home's disk use
     (allocated blocks, as ``du`` reports; the apparent size of sparse files in brackets).
 
-    Everything is counted by the store (indexed counts, no scan of the records), opened
-    without reading its files ahead and without starting an index rebuild: counting reads
-    only the payload indexes.
+    Everything is counted by the store (indexed counts, no scan of the records: one count
+    of the current memories, one ``count_by`` of the types and one of the subtypes of each
+    type found), opened without reading its files ahead and without starting an index
+    rebuild: counting reads only the payload indexes.
     """
     from agentmem.backends import acquire_memory_store
     from agentmem.long_term.records import MEMORY_TYPES, RecordFilter, Scope
@@ -56,26 +57,23 @@ def stats_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     rows: list[tuple[str, int]] = []
     try:
         store, scope = lease.value, Scope(user_id=user)
-
-        def count(**conditions: object) -> int:
-            flt = RecordFilter.model_validate({"include_history": True, **conditions})
-            return store.count(scope, filter=flt)
-
-        total = count()
+        everything = RecordFilter(include_history=True)
+        # Each count is one indexed pass: by type, then by subtype within each type found.
+        by_type = store.count_by(scope, "memory_type", filter=everything)
+        total = sum(by_type.values())  # every record has a type
         common.check_user_memories(total, user, config.describe_memories())
         current = store.count(scope, filter=RecordFilter())
-        typed = 0
         for memory_type in MEMORY_TYPES:
-            if typed == total:
-                break  # every memory is counted under a type before it: the rest are zeros
-            of_type = count(memory_types=(memory_type,))
-            typed += of_type
+            of_type = by_type.get(memory_type, 0)
+            if not of_type:
+                continue
+            known_of_type = RecordFilter(
+                include_history=True, memory_types=(memory_type,), subtypes=KNOWN_SUBTYPES
+            )
+            by_subtype = store.count_by(scope, "subtype", filter=known_of_type)
             known = 0
             for subtype in KNOWN_SUBTYPES:
-                if known == of_type:
-                    break  # every memory of the type is counted: the rest are zeros
-                n = count(memory_types=(memory_type,), subtypes=(subtype,))
-                if n:
+                if n := by_subtype.get(subtype, 0):
                     rows.append((f"{memory_type}/{subtype}", n))
                     known += n
             if of_type > known:

@@ -36,6 +36,7 @@ from agentmem.long_term.temporal import Window
 from agentmem.sparse import SparseVector
 
 __all__ = [
+    "COUNTABLE_FIELDS",
     "DENSE_VECTOR",
     "SPARSE_VECTOR",
     "Boost",
@@ -50,6 +51,17 @@ __all__ = [
 
 DENSE_VECTOR = "dense"
 SPARSE_VECTOR = "bm25"
+
+#: The record fields :meth:`MemoryStore.count_by` counts by (indexed keywords; a list field
+#: such as ``related_concepts`` counts a record under each of its values).
+COUNTABLE_FIELDS = (
+    "memory_type",
+    "subtype",
+    "agent_id",
+    "session_id",
+    "concept",
+    "related_concepts",
+)
 
 
 @dataclass(frozen=True)
@@ -181,6 +193,12 @@ class _Count(Protocol[R_co]):
     def __call__(self, scope: Scope, *, filter: RecordFilter | None = None) -> R_co: ...
 
 
+class _CountBy(Protocol[R_co]):
+    def __call__(
+        self, scope: Scope, field: str, *, filter: RecordFilter | None = None, limit: int = 1_000
+    ) -> R_co: ...
+
+
 class _FusedSearch(Protocol[R_co]):
     def __call__(
         self,
@@ -272,6 +290,13 @@ class MemoryStore(Protocol):
         ``filter``."""
 
     @property
+    def count_by(self) -> _CountBy[dict[str, int]]:
+        """``count_by(scope, field, *, filter=None, limit=1000)``: how many records in
+        ``scope`` matching ``filter`` have each value of ``field`` (one of
+        :data:`COUNTABLE_FIELDS`), in one indexed pass; at most ``limit`` values, the most
+        frequent first."""
+
+    @property
     def fused_search(self) -> _FusedSearch[list[ScoredRecord]]:
         """``fused_search(scope, filter, dense, sparse, plan)``: run a search ``plan``
         (:mod:`agentmem.long_term.ranking`) in ``scope`` (restricted by ``filter``) with
@@ -301,6 +326,8 @@ class MemoryStore(Protocol):
     def ascroll(self) -> _Scroll[Awaitable[Page]]: ...
     @property
     def acount(self) -> _Count[Awaitable[int]]: ...
+    @property
+    def acount_by(self) -> _CountBy[Awaitable[dict[str, int]]]: ...
     @property
     def afused_search(self) -> _FusedSearch[Awaitable[list[ScoredRecord]]]: ...
     @property

@@ -180,10 +180,18 @@ class InMemoryMemoryStore(MemoryStoreEngine):
     def _count(self, conds: tuple[pt.Condition, ...]) -> Program[int]:
         return len((yield from blocking(self._matching, conds)))
 
-    def _facet(self, key: str, conds: tuple[pt.Condition, ...], limit: int) -> Program[list[str]]:
+    def _facet(
+        self, key: str, conds: tuple[pt.Condition, ...], limit: int
+    ) -> Program[dict[str, int]]:
         ids = yield from blocking(self._matching, conds)
-        values = {str(self._points[i].payload[key]) for i in ids if key in self._points[i].payload}
-        return sorted(values)[:limit]
+        counts: Counter[str] = Counter()
+        for i in ids:
+            value = self._points[i].payload.get(key)
+            values = value if isinstance(value, list) else [value]
+            # A list counts the point under each distinct value, as Qdrant's facets do.
+            counts.update({str(v) for v in values if v is not None})
+        # Most first, ties by value (Qdrant's order).
+        return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:limit])
 
     # -- search, pages ------------------------------------------------------------------
 

@@ -61,7 +61,7 @@ class AsyncFace(_AsyncFace):
 
     TWINNED = frozenset(
         {"upsert", "get", "get_vectors", "delete", "set_fields", "search", "scroll", "count"}
-        | {"set_fields_each", "fused_search", "close"}
+        | {"set_fields_each", "fused_search", "close", "count_by"}
     )
 
 

@@ -166,6 +166,38 @@ def test_count_follows_filter_and_scope(memory_store: MemoryStore) -> None:
     assert memory_store.count(ALICE, filter=RecordFilter(min_importance=0.5)) == 1
 
 
+def likes(target: str) -> Relation:
+    return Relation(predicate="likes", target=target)
+
+
+def test_count_by_counts_each_value_in_one_pass(memory_store: MemoryStore) -> None:
+    put(
+        memory_store,
+        [
+            mem("a", subtype="fact", relations=(likes("tea"), likes("oslo"))),
+            mem("b", subtype="fact", relations=(likes("tea"),)),
+            mem("c", subtype="preference", importance=0.2),
+            mem("d", memory_type="episodic"),
+            mem("e", subtype="fact", user="bob"),
+        ],
+    )
+    assert memory_store.count_by(ALICE, "memory_type") == {"semantic": 3, "episodic": 1}
+    # Records without the field are in no entry; the most frequent value comes first.
+    assert list(memory_store.count_by(ALICE, "subtype").items()) == [
+        ("fact", 2),
+        ("preference", 1),
+    ]
+    assert memory_store.count_by(ALICE, "related_concepts") == {"tea": 2, "oslo": 1}
+    important = RecordFilter(min_importance=0.5, memory_types=("semantic",))
+    assert memory_store.count_by(ALICE, "subtype", filter=important) == {"fact": 2}
+    assert memory_store.count_by(ALICE, "subtype", limit=1) == {"fact": 2}
+    assert memory_store.count_by(Scope(user_id="carol"), "subtype") == {}
+    with pytest.raises(InvalidValueError, match="count_by counts one of"):
+        memory_store.count_by(ALICE, "content_hash")
+    with pytest.raises(InvalidValueError, match="limit"):
+        memory_store.count_by(ALICE, "subtype", limit=0)
+
+
 # -- scope ------------------------------------------------------------------------------
 
 

@@ -304,13 +304,15 @@ class QdrantClientStore(MemoryStoreEngine):
         res = yield from call(c.count, ac.count, self._collection, count_filter=flt, exact=True)
         return int(res.count)
 
-    def _facet(self, key: str, conds: tuple[pt.Condition, ...], limit: int) -> Program[list[str]]:
+    def _facet(
+        self, key: str, conds: tuple[pt.Condition, ...], limit: int
+    ) -> Program[dict[str, int]]:
         c, ac = self._client, self._aclient
         flt = _filter(conds)
         res = yield from call(
             c.facet, ac.facet, self._collection, key, facet_filter=flt, limit=limit, exact=True
         )
-        return [str(hit.value) for hit in res.hits]
+        return {str(hit.value): int(hit.count) for hit in res.hits}
 
 
 class _NoAsyncClient:

@@ -762,10 +762,12 @@ class QdrantEdgeStore(MemoryStoreEngine):
         request = qe.CountRequest(exact=True, filter=_filter(conds))
         return int((yield from blocking(self._shard.count, request)))
 
-    def _facet(self, key: str, conds: tuple[pt.Condition, ...], limit: int) -> Program[list[str]]:
+    def _facet(
+        self, key: str, conds: tuple[pt.Condition, ...], limit: int
+    ) -> Program[dict[str, int]]:
         request = qe.FacetRequest(key, limit=limit, exact=True, filter=_filter(conds))
         found = yield from blocking(self._shard.facet, request)
-        return [str(hit.value) for hit in found.hits]
+        return {str(hit.value): int(hit.count) for hit in found.hits}
 
 
 def _hits(points: list[qe.ScoredPoint]) -> list[pt.Hit]:
