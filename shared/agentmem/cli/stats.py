@@ -67,8 +67,12 @@ def stats_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             of_type = by_type.get(memory_type, 0)
             if not of_type:
                 continue
-            known_of_type = RecordFilter(
-                include_history=True, memory_types=(memory_type,), subtypes=KNOWN_SUBTYPES
+            known_of_type = RecordFilter.model_validate(
+                {
+                    "include_history": True,
+                    "memory_types": (memory_type,),
+                    "subtypes": KNOWN_SUBTYPES,
+                }
             )
             by_subtype = store.count_by(scope, "subtype", filter=known_of_type)
             known = 0
