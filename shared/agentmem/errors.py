@@ -137,10 +137,15 @@ class EmbedderMismatchError(ConfigurationError):
         reembedding: Whether a re-embedding to ``given`` (or another model) is unfinished.
 
     Example:
-        >>> from agentmem.errors import DimensionMismatchError, EmbedderMismatchError
-        >>> issubclass(EmbedderMismatchError, DimensionMismatchError)
-        False
-        >>> issubclass(EmbedderMismatchError, ValueError)
+        >>> from agentmem.errors import EmbedderMismatchError
+        >>> err = EmbedderMismatchError(
+        ...     "the store's vectors were made by another model",
+        ...     stored={"model": "all-MiniLM-L6-v2", "dimension": 384},
+        ...     given={"model": "bge-small-en-v1.5", "dimension": 384},
+        ... )
+        >>> err.stored["model"], err.given["model"], err.reembedding
+        ('all-MiniLM-L6-v2', 'bge-small-en-v1.5', False)
+        >>> isinstance(err, ValueError)  # a ConfigurationError
         True
     """
 
