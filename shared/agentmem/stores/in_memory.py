@@ -190,7 +190,7 @@ class InMemoryMemoryStore(MemoryStoreEngine):
             values = value if isinstance(value, list) else [value]
             # A list counts the point under each distinct value, as Qdrant's facets do.
             counts.update({str(v) for v in values if v is not None})
-        # Most first, ties by value (Qdrant's order).
+        # The most frequent first (as Qdrant answers a facet), ties by value.
         return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:limit])
 
     # -- search, pages ------------------------------------------------------------------
