@@ -10,6 +10,7 @@ import asyncio
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import pytest
 
@@ -194,7 +195,7 @@ def test_an_idle_worker_ends_its_thread_and_can_be_collected() -> None:
 
 def test_a_pass_with_queries_takes_few_documents() -> None:
     encode = Recorder(hold=True)
-    worker = BatchWorker(encode, max_batch=64, query_pass_documents=2)
+    worker = BatchWorker(encode, max_batch=64, query_pass_documents=2, document_wait=3600.0)
     worker.submit(["held"], query=False)
     assert encode.entered.wait(10)
     docs = [f"doc {i}" for i in range(10)]
@@ -212,7 +213,7 @@ def test_a_pass_with_queries_takes_few_documents() -> None:
 
 def test_query_pass_documents_may_be_zero_but_not_negative() -> None:
     encode = Recorder(hold=True)
-    worker = BatchWorker(encode, query_pass_documents=0)
+    worker = BatchWorker(encode, query_pass_documents=0, document_wait=3600.0)
     worker.submit(["held"], query=True)
     assert encode.entered.wait(10)
     doc = worker.submit(["a document"], query=False)
@@ -272,14 +273,71 @@ def test_after_a_crowded_pass_an_idle_worker_gathers_requests() -> None:
     assert encode.passes[-1] == (["c", "dd"], True)
 
 
+def crowded(encode: Recorder, **options: Any) -> BatchWorker:
+    """A worker whose last pass carried two callers' queries (others are about)."""
+    worker = BatchWorker(encode, **options)
+    worker.submit(["held"], query=True)
+    assert encode.entered.wait(10)
+    pair = [worker.submit([t], query=True) for t in ("q0", "q1")]
+    encode.release.set()
+    assert [f.result(10) for f in pair] == [expected([t], True) for t in ("q0", "q1")]
+    assert worker.in_flight == 2
+    return worker
+
+
 def test_while_queries_come_a_few_documents_wait_for_the_next_one() -> None:
-    encode = Recorder()
-    worker = BatchWorker(encode, document_wait=3600.0)
-    assert worker.embed(["q1"], query=True) == expected(["q1"], True)
+    encode = Recorder(hold=True)
+    worker = crowded(encode, document_wait=3600.0)
     doc = worker.submit(["a document"], query=False)  # fits beside a query: waits for one
     assert worker.embed(["q2"], query=True) == [[2.0, 0.0]]
     assert doc.result(10) == expected(["a document"], False)
-    assert encode.passes == [(["q1"], True), (["q2", "a document"], False)]
+    assert encode.passes[-1] == (["q2", "a document"], False)
+
+
+def test_a_lone_callers_document_does_not_wait_for_a_query() -> None:
+    encode = Recorder()
+    worker = BatchWorker(encode, document_wait=3600.0)
+    # One caller recalls, then stores: nobody else will send the query to share.
+    assert worker.embed(["q"], query=True) == expected(["q"], True)
+    assert worker.submit(["d"], query=False).result(10) == expected(["d"], False)
+
+
+def test_the_rest_of_a_started_request_does_not_wait() -> None:
+    encode = Recorder(hold=True)
+    worker = crowded(encode, query_pass_documents=2, document_wait=3600.0)
+    encode.entered.clear()
+    encode.release.clear()
+    worker.submit(["held"], query=True)
+    assert encode.entered.wait(10)
+    docs = ["d1", "d2", "d3"]
+    bulk = worker.submit(docs, query=False)
+    query = worker.submit(["q2"], query=True)
+    encode.release.set()
+    assert query.result(10) == expected(["q2"], False)  # a mixed pass
+    assert bulk.result(10) == expected(docs, False)  # "d3" went on without a query
+    assert [texts for texts, _ in encode.passes[-2:]] == [["q2", "d1", "d2"], ["d3"]]
+
+
+def test_documents_that_waited_fill_a_pass_with_queries() -> None:
+    encode = Recorder(hold=True)
+    worker = BatchWorker(encode, max_batch=64, query_pass_documents=2, document_wait=0.0)
+    worker.submit(["held"], query=False)
+    assert encode.entered.wait(10)
+    docs = [f"doc {i}" for i in range(10)]
+    bulk = worker.submit(docs, query=False)
+    queries = [worker.submit([f"q {i}"], query=True) for i in range(3)]
+    encode.release.set()
+    assert [f.result(10) for f in queries] == [expected([f"q {i}"], False) for i in range(3)]
+    assert bulk.result(10) == expected(docs, False)
+    # Waited document_wait (here 0 s) already: steady queries cannot starve them.
+    assert [texts for texts, _ in encode.passes[1:]] == [[f"q {i}" for i in range(3)] + docs]
+
+
+@pytest.mark.parametrize("seconds", [-1, float("nan"), float("inf"), True, "0.1"])
+def test_waits_must_be_seconds(seconds: object) -> None:
+    for name in ("window", "document_wait"):
+        with pytest.raises(ConfigurationError, match=f"{name} must be a number of seconds"):
+            BatchWorker(Recorder(), **{name: seconds})
 
 
 def test_more_documents_than_a_query_pass_takes_do_not_wait() -> None:

@@ -26,6 +26,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from agentmem.errors import AgentMemError, ConfigurationError
@@ -43,7 +44,13 @@ if TYPE_CHECKING:
         hint: str
 
 
-__all__ = ["check_int", "check_non_negative_int", "check_optional_int", "check_positive_int"]
+__all__ = [
+    "check_int",
+    "check_non_negative_int",
+    "check_optional_int",
+    "check_positive_int",
+    "check_seconds",
+]
 
 
 def check_int(
@@ -90,3 +97,17 @@ def check_non_negative_int(value: object, name: str, *, hint: str = "") -> int:
     """``value`` if it is an ``int`` >= 0 (not a bool), else :class:`ConfigurationError`
     (``hint`` ends its message)."""
     return check_int(value, name, minimum=0, hint=hint)
+
+
+def check_seconds(value: object, name: str, *, maximum: float = math.inf) -> float:
+    """``value`` as a float if it is a number of seconds in ``[0, maximum)`` (an ``int`` or
+    a ``float``, not a bool, not NaN, finite), else :class:`ConfigurationError`.
+
+    Example:
+        >>> check_seconds(2, "timeout")
+        2.0
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < maximum:
+        msg = f"{name} must be a number of seconds >= 0, got {value!r}"
+        raise ConfigurationError(msg)
+    return float(value)

@@ -13,12 +13,14 @@ runs every pass of one model in this process:
   so a query waits for at most one pass of documents;
 * queries and documents share a pass when the model embeds them alike (``shared_pass``):
   a pass of queries takes at most ``query_pass_documents`` documents
-  (:data:`QUERY_PASS_DOCUMENTS`), the others wait for the next pass. While queries keep
-  coming (the latest came less than ``document_wait``, :data:`DOCUMENT_WAIT_S`, ago), a
-  few documents (no more than such a pass takes) wait up to ``document_wait`` for the
-  next query to share its pass: one user's consolidation rides along with the next
-  question almost for free, instead of running a pass of its own that the question
-  would wait for;
+  (:data:`QUERY_PASS_DOCUMENTS`), the others wait for the next pass; documents that have
+  waited ``document_wait`` (:data:`DOCUMENT_WAIT_S`) fill the rest of the pass, so steady
+  queries never starve them. While several callers are about and queries keep coming
+  (the latest came less than ``document_wait`` ago), a few new documents (no more than
+  such a pass takes) wait up to ``document_wait`` for the next query to share its pass:
+  one user's consolidation rides along with another's question almost for free, instead
+  of running a pass of its own that the question would wait for. A lone caller's
+  documents, and the rest of a request a pass has started, never wait;
 * sync callers wait on a :class:`concurrent.futures.Future`, async callers await it
   (``asyncio.wrap_future``) without blocking the event loop and without a pool thread;
 * an error in a shared pass is retried request by request, so only the request that
@@ -48,7 +50,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
-from agentmem._util.checks import check_non_negative_int, check_positive_int
+from agentmem._util.checks import check_non_negative_int, check_positive_int, check_seconds
 
 __all__ = [
     "BATCH_WINDOW_S",
@@ -67,7 +69,8 @@ QUERY_PASS_DOCUMENTS = 4
 """Documents a pass that carries queries takes at most; the other documents wait."""
 
 DOCUMENT_WAIT_S = 0.1
-"""Seconds at most that a few documents wait for a query to share its pass."""
+"""Seconds at most that a few documents wait for a query to share its pass; documents
+waiting longer fill a pass that carries queries."""
 
 IDLE_EXIT_S = 10.0
 """Seconds without work after which the worker thread ends (the next request restarts it)."""
@@ -85,6 +88,7 @@ class _Request:
     vectors: list[list[float]] = field(default_factory=list)
     taken: int = 0  # texts already given to a pass
     started: bool = False
+    since: float = field(default_factory=time.monotonic)  # when it was submitted
 
 
 # (request, start, end): texts[start:end] of a request, in one pass.
@@ -139,11 +143,11 @@ class BatchWorker:
     ) -> None:
         self._encode = encode
         self.max_batch = check_positive_int(max_batch, "max_batch")
-        self.window = window
+        self.window = check_seconds(window, "window")
         self.query_pass_documents = check_non_negative_int(
             query_pass_documents, "query_pass_documents"
         )
-        self.document_wait = document_wait
+        self.document_wait = check_seconds(document_wait, "document_wait")
         self._shared_pass = shared_pass
         self._mixed: bool | None = None
         self.name = name
@@ -234,10 +238,12 @@ class BatchWorker:
 
     def _document_wait(self) -> float:
         """Seconds the waiting documents (no query waits) wait for a query to share its
-        pass: ``document_wait`` if queries keep coming and the documents fit beside one,
-        else 0 (they go now)."""
-        if self._last_query is None or not self._may_mix():
-            return 0.0
+        pass: ``document_wait`` if other callers are about, queries keep coming and the
+        documents fit beside one, else 0 (they go now)."""
+        if self._last_query is None or not self._may_mix() or self.in_flight <= 1:
+            return 0.0  # no query to come, or none from another caller
+        if self._documents[0].started:
+            return 0.0  # the rest of a request a pass has started
         if time.monotonic() - self._last_query >= self.document_wait:
             return 0.0  # the queries stopped
         if self._pending() > self.query_pass_documents:
@@ -254,14 +260,17 @@ class BatchWorker:
 
     def _take(self) -> list[_Piece]:
         """Queries first, then documents: up to ``max_batch`` texts if no query waits, or
-        ``query_pass_documents`` beside the queries if they may share the pass."""
+        beside the queries if they may share the pass: ``query_pass_documents``, or the
+        rest of the pass once the oldest document has waited ``document_wait``."""
         pieces: list[_Piece] = []
         room = self.max_batch
         for queue in (self._queries, self._documents):
             if pieces:  # the pass carries queries
                 if not self._may_mix():
                     break
-                room = min(room, self.query_pass_documents)
+                waited = bool(queue) and time.monotonic() - queue[0].since >= self.document_wait
+                if not waited:
+                    room = min(room, self.query_pass_documents)
             while queue and room:
                 request = queue[0]
                 if not request.started:

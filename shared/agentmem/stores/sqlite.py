@@ -29,6 +29,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 from typing_extensions import TypedDict, Unpack
 
+from agentmem._util.checks import check_seconds
 from agentmem._util.session_ids import validate_session_id
 from agentmem.errors import (
     ConfigurationError,
@@ -179,9 +180,7 @@ class SQLiteSessionStore(SyncSessionStore):
         synchronous: Literal["normal", "full"] = "normal",
         quick_check: bool = True,
     ) -> None:
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0:
-            msg = f"timeout must be a number of seconds >= 0, got {timeout!r}"
-            raise ConfigurationError(msg)
+        check_seconds(timeout, "timeout")
         if synchronous not in ("normal", "full"):
             msg = f"synchronous must be 'normal' or 'full', got {synchronous!r}"
             raise ConfigurationError(msg)

@@ -57,7 +57,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from agentmem._util.checks import check_int
+from agentmem._util.checks import check_int, check_seconds
 from agentmem._util.durable import replace_durably
 from agentmem.errors import ConfigurationError
 from agentmem.stores.qdrant._edge_access import ACCESS_FILE
@@ -144,10 +144,7 @@ class AutoIndex:
         if isinstance(self.growth, bool) or not 0 <= self.growth <= 10:
             msg = f"AutoIndex.growth must be a number in [0, 10], got {self.growth!r}"
             raise ConfigurationError(msg)
-        wait = self.finish_at_close
-        if isinstance(wait, bool) or not isinstance(wait, int | float) or not 0 <= wait < 1e9:
-            msg = f"AutoIndex.finish_at_close must be a number of seconds >= 0, got {wait!r}"
-            raise ConfigurationError(msg)
+        check_seconds(self.finish_at_close, "AutoIndex.finish_at_close", maximum=1e9)
         for name in ("min_unindexed", "check_every", "parts"):
             value = getattr(self, name)
             check_int(value, f"AutoIndex.{name}", expected="must be a positive integer")
