@@ -344,7 +344,7 @@ def _index_part(shard: Any, target: Path) -> None:
     mark the generation resumable."""
     shard.optimize()
     shard.flush()
-    (target / PARTIAL_FILE).write_text('{"resumable": true}\n', encoding="utf-8")
+    replace_durably(target / PARTIAL_FILE, '{"resumable": true}\n')
 
 
 def _changed(shard: Any, page: Page) -> Page:

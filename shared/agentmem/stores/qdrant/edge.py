@@ -64,6 +64,7 @@ import qdrant_edge as qe
 
 from agentmem._sansio import Program, blocking
 from agentmem._util.checks import check_int
+from agentmem._util.durable import fsync_dir
 from agentmem._util.file_copy import copy_tree
 from agentmem.errors import (
     ConfigurationError,
@@ -607,6 +608,7 @@ class QdrantEdgeStore(MemoryStoreEngine):
                     _apply(new, op, args)  # each in Edge's WAL before it returns: durable
                 self._access.copy_to(target)
                 (target / PARTIAL_FILE).unlink(missing_ok=True)  # complete: live from now
+                fsync_dir(target)  # a live generation never comes back marked resumable
                 set_current_generation(self._path, target)
                 swapped = True
                 old, self._shard, self._shard_dir = self._shard, new, target
