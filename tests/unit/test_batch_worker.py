@@ -10,7 +10,6 @@ import asyncio
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 import pytest
 
@@ -193,22 +192,32 @@ def test_an_idle_worker_ends_its_thread_and_can_be_collected() -> None:
     assert ref() is None
 
 
-def test_a_pass_with_queries_takes_few_documents() -> None:
+DOCS = [f"doc {i}" for i in range(10)]
+QUERIES = [f"q {i}" for i in range(3)]
+
+
+@pytest.mark.parametrize(
+    ("document_wait", "passes"),
+    [
+        # The queries, then two documents; the other eight wait for the next pass.
+        (3600.0, [[*QUERIES, "doc 0", "doc 1"], DOCS[2:]]),
+        # Waited document_wait (here 0 s) already: steady queries cannot starve them.
+        (0.0, [QUERIES + DOCS]),
+    ],
+)
+def test_a_pass_with_queries_takes_few_documents_until_they_waited(
+    document_wait: float, passes: list[list[str]]
+) -> None:
     encode = Recorder(hold=True)
-    worker = BatchWorker(encode, max_batch=64, query_pass_documents=2, document_wait=3600.0)
+    worker = BatchWorker(encode, max_batch=64, query_pass_documents=2, document_wait=document_wait)
     worker.submit(["held"], query=False)
     assert encode.entered.wait(10)
-    docs = [f"doc {i}" for i in range(10)]
-    bulk = worker.submit(docs, query=False)
-    queries = [worker.submit([f"q {i}"], query=True) for i in range(3)]
+    bulk = worker.submit(DOCS, query=False)
+    queries = [worker.submit([q], query=True) for q in QUERIES]
     encode.release.set()
-    assert [f.result(10) for f in queries] == [expected([f"q {i}"], False) for i in range(3)]
-    assert bulk.result(10) == expected(docs, False)
-    # The queries, then two documents; the other eight wait for the next pass.
-    assert [texts for texts, _ in encode.passes[1:]] == [
-        ["q 0", "q 1", "q 2", "doc 0", "doc 1"],
-        docs[2:],
-    ]
+    assert [f.result(10) for f in queries] == [expected([q], False) for q in QUERIES]
+    assert bulk.result(10) == expected(DOCS, False)
+    assert [texts for texts, _ in encode.passes[1:]] == passes
 
 
 def test_query_pass_documents_may_be_zero_but_not_negative() -> None:
@@ -251,20 +260,13 @@ def test_after_a_crowded_pass_an_idle_worker_gathers_requests() -> None:
     worker, seen = watched(encode)
     worker.submit(["held"], query=True)
     assert encode.entered.wait(10)
-    crowd = [worker.submit(t, query=True) for t in (["a"], ["bb", "ccc"])]
+    others = [worker.submit(t, query=True) for t in (["a"], ["bb", "ccc"])]
     encode.release.set()
-    assert [f.result(10) for f in crowd] == [expected(["a"], True), expected(["bb", "ccc"], True)]
+    assert [f.result(10) for f in others] == [expected(["a"], True), expected(["bb", "ccc"], True)]
     # "held" alone; "a" and "bb" (two requests); "ccc", the rest of its request, alone.
     assert seen == [1, 2, 1]
     assert worker.in_flight == 1
-    encode.entered.clear()
-    encode.release.clear()
-    worker.submit(["held"], query=True)
-    assert encode.entered.wait(10)
-    pair = [worker.submit([t], query=True) for t in ("a", "bb")]
-    encode.release.set()
-    assert [f.result(10) for f in pair] == [expected([t], True) for t in ("a", "bb")]
-    assert worker.in_flight == 2
+    crowd(worker, encode)
     # After a crowded pass, a request that finds the worker idle waits for company (here
     # until the pass is full, as the window is an hour).
     first = worker.submit(["c"], query=True)
@@ -273,21 +275,23 @@ def test_after_a_crowded_pass_an_idle_worker_gathers_requests() -> None:
     assert encode.passes[-1] == (["c", "dd"], True)
 
 
-def crowded(encode: Recorder, **options: Any) -> BatchWorker:
-    """A worker whose last pass carried two callers' queries (others are about)."""
-    worker = BatchWorker(encode, **options)
+def crowd(worker: BatchWorker, encode: Recorder) -> None:
+    """Run a pass (held until the others queue) that carries two callers' queries: after
+    it, the worker knows others are about."""
+    encode.entered.clear()
+    encode.release.clear()
     worker.submit(["held"], query=True)
     assert encode.entered.wait(10)
     pair = [worker.submit([t], query=True) for t in ("q0", "q1")]
     encode.release.set()
     assert [f.result(10) for f in pair] == [expected([t], True) for t in ("q0", "q1")]
     assert worker.in_flight == 2
-    return worker
 
 
 def test_while_queries_come_a_few_documents_wait_for_the_next_one() -> None:
-    encode = Recorder(hold=True)
-    worker = crowded(encode, document_wait=3600.0)
+    encode = Recorder()
+    worker = BatchWorker(encode, document_wait=3600.0)
+    crowd(worker, encode)
     doc = worker.submit(["a document"], query=False)  # fits beside a query: waits for one
     assert worker.embed(["q2"], query=True) == [[2.0, 0.0]]
     assert doc.result(10) == expected(["a document"], False)
@@ -303,8 +307,9 @@ def test_a_lone_callers_document_does_not_wait_for_a_query() -> None:
 
 
 def test_the_rest_of_a_started_request_does_not_wait() -> None:
-    encode = Recorder(hold=True)
-    worker = crowded(encode, query_pass_documents=2, document_wait=3600.0)
+    encode = Recorder()
+    worker = BatchWorker(encode, query_pass_documents=2, document_wait=3600.0)
+    crowd(worker, encode)
     encode.entered.clear()
     encode.release.clear()
     worker.submit(["held"], query=True)
@@ -316,21 +321,6 @@ def test_the_rest_of_a_started_request_does_not_wait() -> None:
     assert query.result(10) == expected(["q2"], False)  # a mixed pass
     assert bulk.result(10) == expected(docs, False)  # "d3" went on without a query
     assert [texts for texts, _ in encode.passes[-2:]] == [["q2", "d1", "d2"], ["d3"]]
-
-
-def test_documents_that_waited_fill_a_pass_with_queries() -> None:
-    encode = Recorder(hold=True)
-    worker = BatchWorker(encode, max_batch=64, query_pass_documents=2, document_wait=0.0)
-    worker.submit(["held"], query=False)
-    assert encode.entered.wait(10)
-    docs = [f"doc {i}" for i in range(10)]
-    bulk = worker.submit(docs, query=False)
-    queries = [worker.submit([f"q {i}"], query=True) for i in range(3)]
-    encode.release.set()
-    assert [f.result(10) for f in queries] == [expected([f"q {i}"], False) for i in range(3)]
-    assert bulk.result(10) == expected(docs, False)
-    # Waited document_wait (here 0 s) already: steady queries cannot starve them.
-    assert [texts for texts, _ in encode.passes[1:]] == [[f"q {i}" for i in range(3)] + docs]
 
 
 @pytest.mark.parametrize("seconds", [-1, float("nan"), float("inf"), True, "0.1"])
