@@ -54,7 +54,7 @@ def test_data_survives_close_and_reopen(tmp_path: Path) -> None:
         store.set_fields(ALICE, [recs[0].id], {"importance": 0.9, "pinned": True})
         store.delete(ALICE, [recs[1].id])
         before = store.search(ALICE, dense=vecs[5], sparse=SparseVector([5], [1.0]), limit=5)
-    with QdrantEdgeStore.open(tmp_path, dimension=DIM) as store:
+    with QdrantEdgeStore(tmp_path, dimension=DIM) as store:
         assert store.count(ALICE) == 29
         (first,) = store.get(ALICE, [recs[0].id])
         assert (first.importance, first.pinned) == (0.9, True)

@@ -17,11 +17,7 @@ LAZY = {
     # package -> modules whose whole ``__all__`` it exports
     "agentmem": ["agentmem.errors"],
     "agentmem.controller": [],
-    "agentmem.embeddings": [
-        "agentmem.embeddings.cache",
-        "agentmem.embeddings.local",
-        "agentmem.embeddings.openai",
-    ],
+    "agentmem.embeddings": ["agentmem.embeddings.local", "agentmem.embeddings.openai"],
     "agentmem.inspector": [],
     "agentmem.long_term": [],
     "agentmem.short_term": [],

@@ -28,22 +28,10 @@ from typing import Any
 
 from typing_extensions import Unpack
 
+from agentmem import context
 from agentmem._sansio import Program, async_twin, blocking, call, twin
 from agentmem._util.delegate import Delegate, ReadOnlyDelegate
-from agentmem.context import (
-    Block,
-    BuiltContext,
-    InstructionsBlock,
-    MessagesBlock,
-    QueryBlock,
-    RecalledBlock,
-    SummaryBlock,
-    ViewBlock,
-    WorkingBlock,
-    assemble_context,
-    check_required,
-    check_share,
-)
+from agentmem.context import BuiltContext, assemble_context, check_required, check_share
 from agentmem.controller.builder import ManagerBuilder, ManagerOptions
 from agentmem.controller.config import ManagerConfig, ManagerSettings
 from agentmem.controller.conflicts import ConflictDecision
@@ -586,15 +574,15 @@ class MemoryManager:
         check_share(memory_share, "memory_share")
         check_share(working_share, "working_share")
         counter, short_term, working = self.token_counter, self.short_term, self.working
-        blocks: list[Block] = []
+        blocks: list[context.Block] = []
         prompt = system_prompt if system_prompt is not None else self.system_prompt
         if prompt:
-            blocks.append(InstructionsBlock(prompt))
+            blocks.append(context.InstructionsBlock(prompt))
         if include_query and query:
-            blocks.append(QueryBlock(query))
+            blocks.append(context.QueryBlock(query))
         given = None if history is None else [to_message(m) for m in history]
         if given is not None:
-            blocks.append(MessagesBlock(given, keep_latest=keep_latest))
+            blocks.append(context.MessagesBlock(given, keep_latest=keep_latest))
         # Before any I/O, since recalling records each memory's access and rendering working
         # memory purges expired variables: a prompt that cannot be built changes nothing.
         check_required(blocks, counter=counter, max_tokens=max_tokens, tools=tools)
@@ -603,12 +591,14 @@ class MemoryManager:
             if session:  # the caller sends the conversation: only the summary is read
                 summary = yield from call(short_term.refresh_summary, short_term.arefresh_summary)
                 if summary:
-                    blocks.append(SummaryBlock(summary))
+                    blocks.append(context.SummaryBlock(summary))
         elif session or (query is None and top_k):
             yield from call(short_term.refresh, short_term.arefresh)  # messages and summary
         if given is None and session:
             latest = short_term.newest_unit(refresh=False) if keep_latest else []
-            view = ViewBlock(lambda n: short_term.get_view(max_tokens=n, refresh=False), latest)
+            view = context.ViewBlock(
+                lambda n: short_term.get_view(max_tokens=n, refresh=False), latest
+            )
             if latest:
                 check_required([*blocks, view], counter=counter, max_tokens=max_tokens, tools=tools)
             blocks.append(view)
@@ -618,13 +608,15 @@ class MemoryManager:
         if query is not None and top_k:
             retriever = self.retriever
             hits = yield from call(retriever.recall, retriever.arecall, query, strategy, top_k)
-        blocks.append(RecalledBlock(hits, memory_share))
+        blocks.append(context.RecalledBlock(hits, memory_share))
         if working_share and strategy in ("working", "hybrid"):
-            room = WorkingBlock.room(max_tokens, working_share)
+            room = context.WorkingBlock.room(max_tokens, working_share)
             # Rendered once here (purging expired variables, the only I/O); again, from
             # memory, only when the room left is smaller.
             text = yield from call(working.get_context_for_llm, working.aget_context_for_llm, room)
-            blocks.append(WorkingBlock(working.render, working_share, rendered=(room, text)))
+            blocks.append(
+                context.WorkingBlock(working.render, working_share, rendered=(room, text))
+            )
         built = assemble_context(blocks, counter=counter, max_tokens=max_tokens, tools=tools)
         if self.recent_contexts is not None:
             self.recent_contexts.add(self.user_id, self.session_id, query or "", built)

@@ -28,14 +28,7 @@ from agentmem._util.lazy import lazy_exports
 
 if TYPE_CHECKING:  # the static names, for type checkers and IDEs
     from agentmem.embeddings.base import Embedder
-    from agentmem.embeddings.cache import (
-        BYTES_PER_VECTOR_384,
-        DEFAULT_MAX_BYTES,
-        DEFAULT_MAX_ENTRIES,
-        ENTRY_OVERHEAD,
-        CachedEmbedder,
-        CacheInfo,
-    )
+    from agentmem.embeddings.cache import CachedEmbedder, CacheInfo
     from agentmem.embeddings.local import (
         ALL_MINILM_L6_V2,
         ALL_MINILM_L6_V2_SHA256,
@@ -49,10 +42,6 @@ if TYPE_CHECKING:  # the static names, for type checkers and IDEs
 __all__ = [
     "ALL_MINILM_L6_V2",
     "ALL_MINILM_L6_V2_SHA256",
-    "BYTES_PER_VECTOR_384",
-    "DEFAULT_MAX_BYTES",
-    "DEFAULT_MAX_ENTRIES",
-    "ENTRY_OVERHEAD",
     "CacheInfo",
     "CachedEmbedder",
     "Embedder",
@@ -66,10 +55,6 @@ __all__ = [
 _EXPORTS = {  # each name -> the module the TYPE_CHECKING block imports it from
     "ALL_MINILM_L6_V2": "agentmem.embeddings.local",
     "ALL_MINILM_L6_V2_SHA256": "agentmem.embeddings.local",
-    "BYTES_PER_VECTOR_384": "agentmem.embeddings.cache",
-    "DEFAULT_MAX_BYTES": "agentmem.embeddings.cache",
-    "DEFAULT_MAX_ENTRIES": "agentmem.embeddings.cache",
-    "ENTRY_OVERHEAD": "agentmem.embeddings.cache",
     "CacheInfo": "agentmem.embeddings.cache",
     "CachedEmbedder": "agentmem.embeddings.cache",
     "Embedder": "agentmem.embeddings.base",

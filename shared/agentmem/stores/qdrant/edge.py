@@ -213,18 +213,6 @@ class QdrantEdgeStore(MemoryStoreEngine):
             _unlock(self._lock_file)
             raise
 
-    @classmethod
-    def open(
-        cls,
-        path: str | os.PathLike[str],
-        *,
-        dimension: int,
-        auto_index: AutoIndex | None = None,
-        preload: bool = True,
-    ) -> QdrantEdgeStore:
-        """Open (or create) the store at ``path``; same as the constructor."""
-        return cls(path, dimension=dimension, auto_index=auto_index, preload=preload)
-
     @property
     def path(self) -> Path:
         """The shard directory."""
