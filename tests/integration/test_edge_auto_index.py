@@ -280,3 +280,64 @@ def test_the_builder_writes_one_log_entry_per_page(
 
 def vector(rng: random.Random) -> list[float]:
     return [rng.random() for _ in range(DIM)]
+
+
+def test_a_swap_whose_sync_fails_after_the_rename_serves_the_new_generation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # CURRENT was renamed to the new generation but its directory could not be synced: the
+    # store must go on with the generation CURRENT names (and keep it), or the next open
+    # would find CURRENT naming a directory deleted behind it.
+    from agentmem.stores.qdrant import edge as edge_module
+
+    real = edge_module.set_current_generation
+    failed: list[str] = []
+
+    def renamed_then_failed(root: Path, generation: Path) -> None:
+        real(root, generation)
+        failed.append(generation.name)
+        raise OSError(5, "Input/output error (fsync of the directory)")
+
+    monkeypatch.setattr(edge_module, "set_current_generation", renamed_then_failed)
+    with QdrantEdgeStore(tmp_path, dimension=DIM, auto_index=LOW) as store:
+        first = write(store, 2_000, "before")
+        store.wait_for_index(120)
+        assert failed == [(tmp_path / "CURRENT").read_text()]
+        assert (tmp_path / failed[0]).is_dir()
+        after = write(store, 10, "after", seed=1)
+    monkeypatch.undo()
+    with QdrantEdgeStore(tmp_path, dimension=DIM) as reopened:
+        kept = {r.id for r in reopened.scroll(ALICE, filter=RecordFilter(), limit=10_000)[0]}
+        assert kept == {r.id for r in [*first, *after]}
+
+
+def test_a_write_whose_access_mirror_fails_during_a_rebuild_survives_the_swap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The shard took the write, then mirroring it into the access statistics failed: the
+    # caller hears of it, and the rebuild still replays the write into the new generation
+    # (made here once the builder has exported every point, so only the replay can carry it).
+    from agentmem.stores.qdrant import edge as edge_module
+
+    real_build = edge_module.build_generation
+    heard: list[OSError] = []
+
+    def full_disk(op: str, args: tuple[Any, ...]) -> None:
+        raise OSError(28, "No space left on device")
+
+    def build_then_write(*args: Any, **kwargs: Any) -> None:
+        real_build(*args, **kwargs)
+        with monkeypatch.context() as patch:
+            patch.setattr(store._access, "mirror", full_disk)
+            try:
+                write(store, 1, "during", seed=1)
+            except OSError as exc:
+                heard.append(exc)
+
+    monkeypatch.setattr(edge_module, "build_generation", build_then_write)
+    with QdrantEdgeStore(tmp_path, dimension=DIM, auto_index=LOW) as store:
+        first = write(store, 2_000, "before")
+        store.wait_for_index(120)
+        assert [e.errno for e in heard] == [28]
+        assert (tmp_path / "CURRENT").exists()  # swapped to the rebuilt generation
+        assert store.count(ALICE) == len(first) + 1

@@ -23,6 +23,7 @@ from agentmem.long_term.records import MemoryRecord, RecordFilter, Scope
 from agentmem.long_term.store import SparseVector
 from agentmem.stores.qdrant._edge_manifest import is_metadata
 from agentmem.stores.qdrant.edge import LOCK_FILE, QdrantEdgeStore
+from tests.processes import run_python
 
 pytestmark = pytest.mark.integration
 
@@ -93,6 +94,20 @@ DAMAGE: list[tuple[str, Callable[[Path], None], str]] = [
         "all shard files deleted",
         lambda p: (shutil.rmtree(p / "segments"), shutil.rmtree(p / "wal")),
         "segments/",
+    ),
+    (  # a swap whose rename took but whose sync failed, or a hand edit: nothing is deleted
+        "CURRENT names a missing generation",
+        lambda p: (p / "CURRENT").write_text("gen-7"),
+        "gen-7, named live by CURRENT, is missing",
+    ),
+    (  # a partial restore: with no file of the shard left, it is not a new, empty store
+        "every shard file deleted, the manifest kept",
+        lambda p: (
+            shutil.rmtree(p / "segments"),
+            shutil.rmtree(p / "wal"),
+            (p / "edge_config.json").unlink(),
+        ),
+        "holds none of the .* files its manifest lists",
     ),
     (
         "segment.json truncated",
@@ -186,3 +201,27 @@ def test_a_counting_session_does_not_vouch_for_files_it_did_not_check(
     QdrantEdgeStore(path, dimension=3, preload=False).close()
     with pytest.raises(StoreCorruptedError, match="altered"):
         QdrantEdgeStore(path, dimension=3)
+
+
+def test_a_kill_while_edge_loads_the_shard_leaves_a_store_that_opens(
+    pristine: Path, tmp_path: Path
+) -> None:
+    # Edge rewrites some files as it loads a shard (a segment's tracker_journal.dat goes
+    # until the close): the open marks the manifest before the load, so a kill during it
+    # leaves a store the next open probes and loads, not one it refuses as damaged.
+    path = copy_of(pristine, tmp_path / "long_term")
+    killed = run_python(
+        "-c",
+        "import os, qdrant_edge as qe\n"
+        "from agentmem.stores.qdrant.edge import QdrantEdgeStore\n"
+        "real = qe.EdgeShard.load\n"
+        "def load(where):\n"
+        "    real(where)\n"
+        "    os.kill(os.getpid(), 9)\n"
+        "qe.EdgeShard.load = load\n"
+        f"QdrantEdgeStore({str(path)!r}, dimension=3)\n",
+        timeout=120,
+    )
+    assert killed.returncode == -9
+    with QdrantEdgeStore(path, dimension=3) as store:
+        assert store.count(ALICE) == 8

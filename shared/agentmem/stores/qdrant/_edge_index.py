@@ -200,8 +200,12 @@ def resumable_generation(root: Path) -> Path | None:
 def drop_stale_generations(root: Path) -> None:
     """Delete generation directories the store does not use (an interrupted rebuild, or the
     generation a swap replaced) but the one a rebuild can resume (see
-    :func:`resumable_generation`), and the files of the pre-generation layout once replaced."""
+    :func:`resumable_generation`), and the files of the pre-generation layout once replaced.
+    Nothing is deleted while the live generation is missing (``CURRENT`` naming a directory
+    that is gone): what is left may then be the only copy of the data."""
     live = current_generation(root)
+    if not live.is_dir():
+        return
     keep = resumable_generation(root)
     for path in root.glob(f"{_GEN_PREFIX}*"):
         if path.is_dir() and path not in (live, keep):

@@ -184,20 +184,32 @@ class QdrantEdgeStore(MemoryStoreEngine):
         self._lock_file = _lock(self._path)
         try:
             _check_current(self._path)  # before anything that would trust it
-            drop_stale_generations(self._path)
             self._shard_dir = current_generation(self._path)
-            if not self._shard_dir.is_dir():
+            if not self._shard_dir.is_dir():  # before deleting what is not live
                 problem = f"{self._shard_dir.name}, named live by CURRENT, is missing"
                 raise corrupted(self._path, problem)
+            drop_stale_generations(self._path)
             expected = self._check_before_load()
-            self._shard = self._open_shard()
-            self._access = AccessStats(
-                self._path, self._shard_dir, self._mutex, on_access=self._changing
-            )
+            before = manifests.manifest_text(self._path)  # put back if the open is refused
+            # Marked before Edge loads the shard, which rewrites some of its files: a kill
+            # from here on leaves a manifest that vouches for nothing, and the next open
+            # probes the shard instead of refusing files the manifest no longer matches.
+            self._mark_open()
             try:
-                if expected is not None:
-                    manifests.check_points(self._path, expected, self._count_spaces())
-                self._mark_open()
+                self._shard = self._open_shard()
+            except BaseException:
+                manifests.put_back(self._path, before)
+                raise
+            try:
+                try:
+                    self._access = AccessStats(
+                        self._path, self._shard_dir, self._mutex, on_access=self._changing
+                    )
+                    if expected is not None:
+                        manifests.check_points(self._path, expected, self._count_spaces())
+                except BaseException:  # refused before anything of ours was written
+                    manifests.put_back(self._path, before)
+                    raise
                 self._moved_before = _read_moved(self._path, self._shard_dir)
                 self._saved_index_state = (self._shard_dir.name, self._moved_before)
                 with edge_errors(self._path, "update"):
@@ -225,9 +237,15 @@ class QdrantEdgeStore(MemoryStoreEngine):
         the loaded shard must reach (``None``: nothing to compare)."""
         root, where = self._path, self._shard_dir
         manifest = manifests.read_manifest(root)
-        if shard_state(where) == "empty":
-            return None
         name = manifests.generation_name(root, where)
+        if shard_state(where) == "empty":
+            if manifest is not None and manifest.generation == name and manifest.files:
+                # Not a new store: its shard's files were deleted (a partial restore, an
+                # emptied directory). Loading none would make an empty store of it.
+                listed = len(manifest.files)
+                problem = f"{where} holds none of the {listed} files its manifest lists"
+                raise manifests.damaged(root, problem)
+            return None
         if manifest is not None and manifest.generation == name and manifest.state == "clean":
             stamps = manifests.stamp(root, manifest)
             manifests.verify(root, manifest, data=self._preload)
@@ -597,7 +615,14 @@ class QdrantEdgeStore(MemoryStoreEngine):
                 self._access.copy_to(target)
                 (target / PARTIAL_FILE).unlink(missing_ok=True)  # complete: live from now
                 fsync_dir(target)  # a live generation never comes back marked resumable
-                set_current_generation(self._path, target)
+                try:
+                    set_current_generation(self._path, target)
+                except OSError:
+                    if not _names_live(self._path, target):
+                        raise  # CURRENT still names the old generation: nothing changed
+                    # Renamed, but its directory could not be synced: CURRENT names the new
+                    # generation, so the store must serve (and write to) it from now on.
+                    logger.warning("could not sync the swap of %s to disk", self._path)
                 swapped = True
                 old, self._shard, self._shard_dir = self._shard, new, target
                 self._access.moved_to(target)
@@ -643,7 +668,8 @@ class QdrantEdgeStore(MemoryStoreEngine):
                 if new is not None:
                     with contextlib.suppress(Exception):
                         new.close()
-                if not (self._closed and (target / PARTIAL_FILE).is_file()):
+                resumable = self._closed and (target / PARTIAL_FILE).is_file()
+                if not resumable and not _names_live(self._path, target):
                     shutil.rmtree(target, ignore_errors=True)  # else the next open resumes it
 
     # -- the steps (blocking calls, run under the mutex by _drive) -----------------------
@@ -662,8 +688,10 @@ class QdrantEdgeStore(MemoryStoreEngine):
     def _write(self, op: str, args: tuple[Any, ...], points: int) -> None:
         self._changing()
         _apply(self._shard, op, args)
-        self._access.mirror(op, args)
+        # Journaled as soon as the shard holds it: a rebuild's swap must not lose a write
+        # whose access-statistics mirror then fails (that failure still reaches the caller).
         self._note_write(op, args, points)
+        self._access.mirror(op, args)
 
     def _changing(self) -> None:
         """Before a change to the files (under the mutex)."""
@@ -858,6 +886,15 @@ def _write_moved(root: Path, generation: str, unindexed: int) -> None:
         tmp = root / (INDEX_STATE_FILE + ".tmp")
         tmp.write_text(json.dumps(state), encoding="utf-8")
         os.replace(tmp, root / INDEX_STATE_FILE)
+
+
+def _names_live(root: Path, generation: Path) -> bool:
+    """Whether ``CURRENT`` names ``generation`` (``True`` when it cannot be read: a
+    directory that may be live is never deleted)."""
+    try:
+        return current_generation(root) == generation
+    except (OSError, UnicodeDecodeError):
+        return True
 
 
 def _check_current(root: Path) -> None:
