@@ -9,6 +9,7 @@ before keep the counts their payloads hold.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -18,6 +19,7 @@ import sys
 import textwrap
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,7 +27,7 @@ from agentmem.controller.forgetting import ForgettingPolicy
 from agentmem.errors import StoreCorruptedError
 from agentmem.long_term import LongTermMemory
 from agentmem.long_term.ranking import RankingConfig
-from agentmem.stores.qdrant._edge_access import ACCESS_FILE, FLUSH_SECONDS
+from agentmem.stores.qdrant._edge_access import ACCESS_FILE, FLUSH_SECONDS, AccessStats
 from agentmem.stores.qdrant.edge import AutoIndex, QdrantEdgeStore
 from tests.fakes import HashingEmbedder
 
@@ -190,6 +192,122 @@ def test_explicit_writes_win_over_recorded_accesses(tmp_path: Path) -> None:
     memory = open_memory(tmp_path, clock)
     assert memory.get_memory(hit.record.id).access_count == 40
     assert memory.delete_memory(hit.record.id)
+    memory.close()
+
+
+class FullDisk:
+    """The disk under the access file fills up: each of the next ``appends`` appends to it
+    puts half of its bytes on disk, then raises; each of the next ``cuts`` truncations of it
+    raises."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, path: Path, appends: int, cuts: int):
+        self.path, self.appends, self.cuts = path, appends, cuts
+        real_open, real_ftruncate, real_truncate = Path.open, os.ftruncate, os.truncate
+
+        def open_(file: Path, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+            handle = real_open(file, mode, *args, **kwargs)
+            return _Filling(handle, self) if file == self.path and mode == "ab" else handle
+
+        def ftruncate(fd: int, length: int) -> None:
+            self.cut(os.path.samestat(os.fstat(fd), os.stat(self.path)))
+            real_ftruncate(fd, length)
+
+        def truncate(file: Any, length: int) -> None:
+            self.cut(Path(file) == self.path)
+            real_truncate(file, length)
+
+        monkeypatch.setattr(Path, "open", open_)
+        monkeypatch.setattr(os, "ftruncate", ftruncate)
+        monkeypatch.setattr(os, "truncate", truncate)
+
+    def cut(self, of_the_file: bool) -> None:
+        if of_the_file and self.cuts:
+            self.cuts -= 1
+            raise OSError(errno.EIO, "Input/output error")
+
+
+class _Filling:
+    def __init__(self, handle: Any, disk: FullDisk) -> None:
+        self._handle, self._disk = handle, disk
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._handle, name)
+
+    def __enter__(self) -> _Filling:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._handle.close()
+
+    def write(self, data: bytes) -> int:
+        if not self._disk.appends:
+            return int(self._handle.write(data))
+        self._disk.appends -= 1
+        self._handle.write(data[: len(data) // 2])
+        self._handle.flush()
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_a_failed_append_leaves_no_torn_frame(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fill(tmp_path)
+    monkeypatch.setattr(AccessStats, "_schedule", lambda self: None)  # the test flushes
+    clock = Clock()
+    memory = open_memory(tmp_path, clock)
+    memory.retrieve_memories("about jazz", 4)
+    memory.store.flush()
+    access = tmp_path / ACCESS_FILE
+    whole = access.read_bytes()
+    disk = FullDisk(monkeypatch, access, appends=1, cuts=0)
+    clock.now += timedelta(hours=1)
+    memory.retrieve_memories("about tea", 4)
+    with pytest.raises(OSError, match="No space left"):
+        memory.store.flush()
+    assert disk.appends == 0
+    assert access.read_bytes() == whole  # the half frame is cut off; its entries wait in RAM
+    clock.now += timedelta(hours=1)
+    memory.retrieve_memories("about chess", 4)
+    memory.store.flush()
+    seen = stats(memory)
+    memory.close()
+    memory = open_memory(tmp_path, clock)
+    assert stats(memory) == seen
+    assert memory.retrieve_memories("about tea", 4, touch=False)
+    memory.close()
+
+
+def test_a_torn_frame_left_by_a_failed_cut_is_cut_before_the_next_append(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fill(tmp_path)
+    monkeypatch.setattr(AccessStats, "_schedule", lambda self: None)  # the test flushes
+    clock = Clock()
+    memory = open_memory(tmp_path, clock)
+    memory.retrieve_memories("about jazz", 4)
+    memory.store.flush()
+    access = tmp_path / ACCESS_FILE
+    whole = access.read_bytes()
+    disk = FullDisk(monkeypatch, access, appends=1, cuts=2)
+    clock.now += timedelta(hours=1)
+    memory.retrieve_memories("about tea", 4)
+    with pytest.raises(OSError, match="No space left"):
+        memory.store.flush()
+    torn = access.read_bytes()
+    assert len(torn) > len(whole)  # the cut failed: half a frame is left
+    clock.now += timedelta(hours=1)
+    memory.retrieve_memories("about chess", 4)
+    with pytest.raises(OSError, match="Input/output error"):
+        memory.store.flush()  # the cut fails again: nothing is appended after the torn frame
+    assert access.read_bytes() == torn
+    memory.store.flush()  # cut, then appended
+    assert (disk.appends, disk.cuts) == (0, 0)
+    assert access.read_bytes().startswith(whole)
+    seen = stats(memory)
+    memory.close()
+    memory = open_memory(tmp_path, clock)
+    assert stats(memory) == seen
+    assert memory.retrieve_memories("about tea", 4, touch=False)
     memory.close()
 
 

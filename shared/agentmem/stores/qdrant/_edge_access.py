@@ -21,7 +21,10 @@ RAM at once and in the file within :data:`FLUSH_SECONDS` (one frame per flush, f
 upsert) go to the payload, and, for a memory the file holds, to the file before the call
 returns, so the file never overrides a newer write. A crash in the middle of an append
 leaves a torn last frame: dropped at the next load. Damage elsewhere raises
-:class:`~agentmem.errors.StoreCorruptedError`.
+:class:`~agentmem.errors.StoreCorruptedError`. An append that fails (a full disk) is cut
+off again at once, fsync'ed, and its entries stay in RAM for the next flush; if even the
+cut fails, the next flush cuts it before it appends: a frame is never written after a torn
+one.
 
 The file is one of the generation's files, so the integrity manifest
 (:mod:`agentmem.stores.qdrant._edge_manifest`) lists it with its size and checksum at every
@@ -152,6 +155,7 @@ class AccessStats:
         self._table: dict[str, Entry] | None = None  # read at first use
         self._pending: dict[str, Entry | None] = {}
         self._in_file = 0  # entries the file holds (a rewrite keeps only the live ones)
+        self._torn_at: int | None = None  # a failed append may have left bytes from here on
         self._timer: threading.Timer | None = None
         self._closed = False
 
@@ -214,17 +218,36 @@ class AccessStats:
             self.flush()
 
     def flush(self) -> None:
-        """Append what is not in the file yet, as one frame, and fsync it."""
+        """Append what is not in the file yet, as one frame, and fsync it.
+
+        An append that fails leaves no part of its frame in the file: the file is cut back
+        to its size before the append (if that fails too, the next flush cuts it first, and
+        appends nothing until it could), and what is pending is written whole next time.
+        """
         if not self._pending:
             return
         body = json.dumps(self._pending, separators=(",", ":")).encode()
-        fresh = not self._file.exists() or self._file.stat().st_size < len(_MAGIC)
-        with self._file.open("wb" if fresh else "ab") as handle:
-            if fresh:
-                handle.write(_MAGIC)
-            handle.write(_FRAME.pack(len(body), zlib.crc32(body)) + body)
-            handle.flush()
-            os.fsync(handle.fileno())
+        if self._torn_at is not None:
+            self._cut(self._torn_at)
+        try:
+            size = self._file.stat().st_size
+        except FileNotFoundError:
+            size = 0
+        fresh = size < len(_MAGIC)
+        try:
+            with self._file.open("wb" if fresh else "ab") as handle:
+                if fresh:
+                    handle.write(_MAGIC)
+                handle.write(_FRAME.pack(len(body), zlib.crc32(body)) + body)
+                handle.flush()
+                os.fsync(handle.fileno())
+        except BaseException:
+            self._torn_at = 0 if fresh else size
+            try:
+                self._cut(self._torn_at)
+            except OSError as exc:  # the next flush cuts it before it appends
+                logger.warning("could not cut a failed append off %s: %s", self._file, exc)
+            raise
         if fresh:
             fsync_dir(self._file.parent)
         self._in_file += len(self._pending)
@@ -232,6 +255,20 @@ class AccessStats:
         table = self._entries()
         if self._in_file > 2 * len(table) + _SLACK:
             self._rewrite(self._file.parent)
+
+    def _cut(self, size: int) -> None:
+        """Cut the file back to ``size`` bytes (where its last whole frame ends), durably."""
+        try:
+            fd = os.open(self._file, os.O_WRONLY)
+        except FileNotFoundError:  # nothing was written
+            self._torn_at = None
+            return
+        try:
+            os.ftruncate(fd, size)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        self._torn_at = None
 
     def _rewrite(self, directory: Path) -> None:
         """Write every entry as one frame to ``directory``'s file (atomically, durably)."""
@@ -247,6 +284,7 @@ class AccessStats:
         if directory == self._file.parent:
             self._in_file = len(self._entries())
             self._pending.clear()
+            self._torn_at = None  # replaced
 
     def copy_to(self, directory: Path) -> None:
         """Write every entry into the new generation ``directory`` (before it goes live)."""
@@ -258,6 +296,7 @@ class AccessStats:
         self._file = directory / ACCESS_FILE
         self._in_file = len(self._entries())
         self._pending.clear()
+        self._torn_at = None
 
     def _schedule(self) -> None:
         if self._timer is None and not self._closed:
