@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import pytest
 
@@ -343,3 +343,72 @@ def test_documents_do_not_wait_for_queries_they_cannot_share_a_pass_with() -> No
     worker = BatchWorker(encode, shared_pass=lambda: False, document_wait=3600.0)
     assert worker.embed(["q"], query=True) == expected(["q"], True)
     assert worker.submit(["d"], query=False).result(10) == expected(["d"], False)
+
+
+@pytest.mark.parametrize(
+    ("document_wait", "passes"),
+    [
+        # Passed over by a pass of queries ("q0") after waiting document_wait (here 0 s): a
+        # pass of its own next, though "q1" waits; then the queries again.
+        (0.0, [["held"], ["q0"], ["doc"], ["q1", "q2"], ["q3"], ["q4"]]),
+        # Not waited long enough: the queries keep going first.
+        (3600.0, [["held"], ["q0"], ["q1"], ["q2"], ["q3"], ["q4"], ["doc"]]),
+    ],
+)
+def test_documents_that_cannot_share_a_pass_get_one_after_waiting(
+    document_wait: float, passes: list[list[str]]
+) -> None:
+    encode = Recorder(hold=True)
+    arrivals: list[Future[list[list[float]]]] = []
+
+    def model(texts: list[str], query: bool) -> list[list[float]]:
+        if len(arrivals) < 5:  # a query arrives during each of the first five passes
+            arrivals.append(worker.submit([f"q{len(arrivals)}"], query=True))
+        return encode(texts, query)
+
+    worker = BatchWorker(model, shared_pass=lambda: False, document_wait=document_wait)
+    worker.submit(["held"], query=True)
+    assert encode.entered.wait(10)
+    doc = worker.submit(["doc"], query=False)
+    encode.release.set()
+    assert doc.result(10) == expected(["doc"], False)
+    assert [f.result(10) for f in arrivals] == [expected([f"q{i}"], True) for i in range(5)]
+    assert [texts for texts, _ in encode.passes] == passes
+
+
+def test_steady_queries_do_not_starve_documents_that_cannot_share_their_passes() -> None:
+    document_wait = 0.02
+    pass_seconds = 0.002  # at least; longer on a busy machine (then fewer passes run)
+    kinds: list[bool] = []  # whether each pass embedded queries
+
+    def model(texts: list[str], query: bool) -> list[list[float]]:
+        time.sleep(pass_seconds)
+        kinds.append(query)
+        return expected(texts, query)
+
+    worker = BatchWorker(model, shared_pass=lambda: False, document_wait=document_wait)
+    stop = threading.Event()
+
+    def asker() -> None:  # one query waits at every pass
+        while not stop.is_set():
+            worker.embed(["q"], query=True)
+
+    askers = [threading.Thread(target=asker) for _ in range(3)]
+    for thread in askers:
+        thread.start()
+    try:
+        deadline = time.monotonic() + 10
+        while len(kinds) < 10 and time.monotonic() < deadline:
+            time.sleep(0.001)
+        before = len(kinds)
+        doc = worker.submit(["doc"], query=False)
+        # Generous: without the ageing the document waits for as long as queries come.
+        assert doc.result(500 * document_wait) == expected(["doc"], False)
+    finally:
+        stop.set()
+        for thread in askers:
+            thread.join(10)
+    # Passes of queries ahead of it: the one running, those that started within
+    # document_wait (each takes pass_seconds at least), the one during which it aged.
+    ahead = kinds[before:].index(False)
+    assert ahead <= document_wait / pass_seconds + 3

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +26,7 @@ from agentmem.embeddings import (
     OpenAIEmbedder,
     SentenceTransformerEmbedder,
     default_embedder,
+    local,
 )
 from agentmem.errors import ConfigurationError, DimensionMismatchError, InvalidValueError
 from langchain_agentmem import LangChainEmbedder
@@ -384,6 +388,117 @@ def test_local_wrong_weights_are_refused_with_both_hashes(tmp_path: Path) -> Non
     assert ALL_MINILM_L6_V2_SHA256 in message
     assert "refusing to load" in message
     assert hashlib.sha256(b"not the weights").hexdigest() in message
+
+
+class _Vectors(list[list[float]]):
+    def tolist(self) -> list[list[float]]:  # as a numpy array
+        return list(self)
+
+
+class _HeldModel:
+    """Stands in for a loaded sentence-transformers model: ``[len(text)]`` per text. In the
+    process that made it, every encode waits for ``release`` (a forward pass in progress);
+    in a forked child it answers at once."""
+
+    max_seq_length = 256
+
+    def __init__(self) -> None:
+        self.prompts: dict[str, str] = {}
+        self.parent = os.getpid()
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def __iter__(self) -> Any:  # its modules: no Router
+        return iter(())
+
+    def encode(self, texts: list[str], **kwargs: Any) -> _Vectors:
+        if os.getpid() == self.parent:
+            self.entered.set()
+            self.release.wait(30)
+        return _Vectors([[float(len(t))] for t in texts])
+
+
+def exit_code_of_forked(child: Callable[[], bool], seconds: float = 20.0) -> int:
+    """Fork; the child runs ``child()`` on a thread for ``seconds`` at most and exits with
+    0 if it returned True, 1 if it returned False or raised, 3 if it did not return (a
+    deadlock). Returns the child's exit code."""
+    pid = os.fork()
+    if pid == 0:  # the child: always leaves through os._exit, never back into pytest
+        code = 4
+        try:
+            outcome: list[bool] = []
+            thread = threading.Thread(target=lambda: outcome.append(child()), daemon=True)
+            thread.start()
+            thread.join(seconds)
+            code = 3 if thread.is_alive() else 0 if outcome == [True] else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
+needs_fork = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork()")
+# Python 3.12+ warns when a process with threads forks: these tests do it on purpose.
+forks_threads = pytest.mark.filterwarnings(
+    r"ignore:This process \(pid=\d+\) is multi-threaded:DeprecationWarning"
+)
+
+
+@needs_fork
+@forks_threads
+def test_a_child_forked_during_a_forward_pass_can_embed(tmp_path: Path) -> None:
+    emb = SentenceTransformerEmbedder(tmp_path, verify_sha256=False)
+    model = _HeldModel()
+    emb._model = model  # loaded: no weights needed
+    with ThreadPoolExecutor(1) as pool:
+        parent = pool.submit(emb.embed_query, "parent")
+        assert model.entered.wait(10)  # the worker thread is in the pass, its lock held
+        try:
+            code = exit_code_of_forked(lambda: emb.embed_query("child") == [5.0])
+        finally:
+            model.release.set()
+        assert parent.result(10) == [6.0]
+    assert code == 0  # 3: the child's pass waited for the lock of the parent's
+
+
+@needs_fork
+@forks_threads
+def test_a_child_forked_during_a_model_load_can_load_and_embed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    emb = SentenceTransformerEmbedder(tmp_path, verify_sha256=False)
+    model = _HeldModel()
+    loading = threading.Event()
+    release = threading.Event()
+    parent = os.getpid()
+
+    def build() -> _HeldModel:  # holds what a real load holds, in the parent until released
+        with local._QUIET_LOCK:
+            if os.getpid() == parent:
+                loading.set()
+                release.wait(30)
+            return model
+
+    monkeypatch.setattr(emb, "_build", build)
+    with ThreadPoolExecutor(1) as pool:
+        load = pool.submit(emb.load)
+        assert loading.wait(10)  # the load lock and the process-wide one are held
+        try:
+            code = exit_code_of_forked(lambda: emb.embed_query("child") == [5.0])
+        finally:
+            release.set()
+        load.result(10)
+    assert code == 0  # 3: the child's load waited for the locks of the parent's
+
+
+@needs_fork
+@forks_threads
+def test_a_child_forked_while_the_default_embedder_is_made_gets_one() -> None:
+    with local._DEFAULTS_LOCK:  # another thread is in default_embedder()
+        code = exit_code_of_forked(
+            lambda: default_embedder(max_entries=7).model_name == ALL_MINILM_L6_V2
+        )
+    assert code == 0
 
 
 def test_isinstance_check_never_calls_the_model() -> None:

@@ -11,6 +11,10 @@ runs every pass of one model in this process:
 * queries go first: a pass takes the waiting queries before any document, and a long
   document request (a consolidation, an ingest) is cut into passes of ``max_batch`` texts,
   so a query waits for at most one pass of documents;
+* when the model embeds queries and documents apart (no ``shared_pass``), documents that
+  have waited ``document_wait`` (:data:`DOCUMENT_WAIT_S`) behind a pass of queries get the
+  next pass to themselves, the waiting queries the one after: steady queries slow
+  documents down but never starve them;
 * queries and documents share a pass when the model embeds them alike (``shared_pass``):
   a pass of queries takes at most ``query_pass_documents`` documents
   (:data:`QUERY_PASS_DOCUMENTS`), the others wait for the next pass; documents that have
@@ -70,7 +74,8 @@ QUERY_PASS_DOCUMENTS = 4
 
 DOCUMENT_WAIT_S = 0.1
 """Seconds at most that a few documents wait for a query to share its pass; documents
-waiting longer fill a pass that carries queries."""
+waiting longer fill a pass that carries queries, or, when queries and documents cannot
+share a pass, take the next pass before the waiting queries."""
 
 IDLE_EXIT_S = 10.0
 """Seconds without work after which the worker thread ends (the next request restarts it)."""
@@ -116,7 +121,9 @@ class BatchWorker:
             last pass saw more than one request in flight.
         query_pass_documents: Documents a pass that carries queries takes at most.
         document_wait: Seconds at most that documents which fit beside a query wait for
-            one, while queries keep coming (0: never).
+            one, while queries keep coming (0: never); documents that have waited that
+            long fill a pass of queries, or, when they may not share it, get the next
+            pass before the waiting queries.
         shared_pass: Whether queries and documents may share a pass (the model embeds
             them alike); called once, before the first pass.
         name: The thread's name.
@@ -168,6 +175,7 @@ class BatchWorker:
         self._documents: deque[_Request] = deque()
         self._thread: threading.Thread | None = None
         self._last_query: float | None = None  # when the latest query came (monotonic)
+        self._passed_over = False  # the last pass took queries while documents waited
 
     def __repr__(self) -> str:
         return f"BatchWorker({self.name!r}, max_batch={self.max_batch})"
@@ -261,31 +269,58 @@ class BatchWorker:
     def _take(self) -> list[_Piece]:
         """Queries first, then documents: up to ``max_batch`` texts if no query waits, or
         beside the queries if they may share the pass: ``query_pass_documents``, or the
-        rest of the pass once the oldest document has waited ``document_wait``."""
+        rest of the pass once the oldest document has waited ``document_wait``. If they
+        may not, documents that have waited that long and were passed over by the last
+        pass (it took queries) take this one, alone."""
         pieces: list[_Piece] = []
-        room = self.max_batch
-        for queue in (self._queries, self._documents):
-            if pieces:  # the pass carries queries
-                if not self._may_mix():
-                    break
-                waited = bool(queue) and time.monotonic() - queue[0].since >= self.document_wait
-                if not waited:
+        if self._documents_due():
+            self._take_from(self._documents, self.max_batch, pieces)
+        if not pieces:  # the usual order
+            room = self._take_from(self._queries, self.max_batch, pieces)
+            if not pieces:
+                self._take_from(self._documents, room, pieces)
+            elif self._may_mix():  # the pass carries queries: documents beside them
+                if not self._documents_waited():
                     room = min(room, self.query_pass_documents)
-            while queue and room:
-                request = queue[0]
-                if not request.started:
-                    request.started = True
-                    if not request.future.set_running_or_notify_cancel():
-                        queue.popleft()  # its caller gave up before any pass took it
-                        continue
-                start = request.taken
-                end = min(len(request.texts), start + room)
-                pieces.append((request, start, end))
-                request.taken = end
-                room -= end - start
-                if end == len(request.texts):
-                    queue.popleft()
+                self._take_from(self._documents, room, pieces)
+        self._passed_over = bool(self._documents) and any(r.query for r, _, _ in pieces)
         return pieces
+
+    def _documents_due(self) -> bool:
+        """Whether the waiting documents take the next pass before the waiting queries:
+        only when the two may not share a pass, the last pass took queries while these
+        documents waited, and the oldest of them has waited ``document_wait``."""
+        return (
+            self._passed_over
+            and bool(self._queries and self._documents)
+            and not self._may_mix()
+            and self._documents_waited()
+        )
+
+    def _documents_waited(self) -> bool:
+        """Whether the oldest waiting document has waited ``document_wait``."""
+        return bool(self._documents) and (
+            time.monotonic() - self._documents[0].since >= self.document_wait
+        )
+
+    def _take_from(self, queue: deque[_Request], room: int, pieces: list[_Piece]) -> int:
+        """Append up to ``room`` texts of ``queue``, oldest first, to ``pieces``; the room
+        left."""
+        while queue and room:
+            request = queue[0]
+            if not request.started:
+                request.started = True
+                if not request.future.set_running_or_notify_cancel():
+                    queue.popleft()  # its caller gave up before any pass took it
+                    continue
+            start = request.taken
+            end = min(len(request.texts), start + room)
+            pieces.append((request, start, end))
+            request.taken = end
+            room -= end - start
+            if end == len(request.texts):
+                queue.popleft()
+        return room
 
     def _pass(self, pieces: list[_Piece]) -> None:
         query = all(request.query for request, _, _ in pieces)

