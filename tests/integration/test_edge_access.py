@@ -248,9 +248,11 @@ class _Filling:
         raise OSError(errno.ENOSPC, "No space left on device")
 
 
-def test_a_failed_append_leaves_no_torn_frame(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _a_failed_append(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, cuts: int
+) -> tuple[LongTermMemory, Clock, Path, bytes, FullDisk]:
+    """A memory whose file holds one flushed frame (``whole``), then a flush whose append
+    fails half-way on a full disk, and whose cut back fails ``cuts`` times."""
     fill(tmp_path)
     monkeypatch.setattr(AccessStats, "_schedule", lambda self: None)  # the test flushes
     clock = Clock()
@@ -259,16 +261,20 @@ def test_a_failed_append_leaves_no_torn_frame(
     memory.store.flush()
     access = tmp_path / ACCESS_FILE
     whole = access.read_bytes()
-    disk = FullDisk(monkeypatch, access, appends=1, cuts=0)
+    disk = FullDisk(monkeypatch, access, appends=1, cuts=cuts)
     clock.now += timedelta(hours=1)
     memory.retrieve_memories("about tea", 4)
     with pytest.raises(OSError, match="No space left"):
         memory.store.flush()
     assert disk.appends == 0
-    assert access.read_bytes() == whole  # the half frame is cut off; its entries wait in RAM
-    clock.now += timedelta(hours=1)
-    memory.retrieve_memories("about chess", 4)
-    memory.store.flush()
+    return memory, clock, access, whole, disk
+
+
+def _reopened_with_the_same_statistics(
+    memory: LongTermMemory, tmp_path: Path, clock: Clock
+) -> None:
+    """Every statistic ``memory`` holds is in the file: a reopen reads the same, and the
+    memory recalled by the failed flush's query is still found."""
     seen = stats(memory)
     memory.close()
     memory = open_memory(tmp_path, clock)
@@ -277,22 +283,21 @@ def test_a_failed_append_leaves_no_torn_frame(
     memory.close()
 
 
+def test_a_failed_append_leaves_no_torn_frame(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memory, clock, access, whole, _ = _a_failed_append(tmp_path, monkeypatch, cuts=0)
+    assert access.read_bytes() == whole  # the half frame is cut off; its entries wait in RAM
+    clock.now += timedelta(hours=1)
+    memory.retrieve_memories("about chess", 4)
+    memory.store.flush()
+    _reopened_with_the_same_statistics(memory, tmp_path, clock)
+
+
 def test_a_torn_frame_left_by_a_failed_cut_is_cut_before_the_next_append(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fill(tmp_path)
-    monkeypatch.setattr(AccessStats, "_schedule", lambda self: None)  # the test flushes
-    clock = Clock()
-    memory = open_memory(tmp_path, clock)
-    memory.retrieve_memories("about jazz", 4)
-    memory.store.flush()
-    access = tmp_path / ACCESS_FILE
-    whole = access.read_bytes()
-    disk = FullDisk(monkeypatch, access, appends=1, cuts=2)
-    clock.now += timedelta(hours=1)
-    memory.retrieve_memories("about tea", 4)
-    with pytest.raises(OSError, match="No space left"):
-        memory.store.flush()
+    memory, clock, access, whole, disk = _a_failed_append(tmp_path, monkeypatch, cuts=2)
     torn = access.read_bytes()
     assert len(torn) > len(whole)  # the cut failed: half a frame is left
     clock.now += timedelta(hours=1)
@@ -303,12 +308,7 @@ def test_a_torn_frame_left_by_a_failed_cut_is_cut_before_the_next_append(
     memory.store.flush()  # cut, then appended
     assert (disk.appends, disk.cuts) == (0, 0)
     assert access.read_bytes().startswith(whole)
-    seen = stats(memory)
-    memory.close()
-    memory = open_memory(tmp_path, clock)
-    assert stats(memory) == seen
-    assert memory.retrieve_memories("about tea", 4, touch=False)
-    memory.close()
+    _reopened_with_the_same_statistics(memory, tmp_path, clock)
 
 
 _CHILD = """
