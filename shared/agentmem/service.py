@@ -96,6 +96,27 @@ class _Fixed(ReadOnlyDelegate[T]):
         raise ReadOnlySettingError(msg)
 
 
+class _Sharings:
+    """How many times each session's sharing changed in this service (and its copies).
+
+    A cached handle was checked against its session's owner record at one of these
+    generations: once the session is shared anew (a member may have been dropped), a handle
+    checked before is neither cached nor handed out again without a new check.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._changes: dict[str, int] = {}
+
+    def generation(self, session_id: str) -> int:
+        with self._lock:
+            return self._changes.get(session_id, 0)
+
+    def changed(self, session_id: str) -> None:
+        with self._lock:
+            self._changes[session_id] = self._changes.get(session_id, 0) + 1
+
+
 @dataclass(frozen=True)
 class _Shared:
     """What a service shares with its :meth:`~MemoryService.with_settings` copies."""
@@ -107,6 +128,7 @@ class _Shared:
     llm: ChatModel | None
     consolidation: ConsolidationQueue
     recent_contexts: RecentContexts
+    sharings: _Sharings
 
 
 class HandleSettings(ManagerSettings, total=False):
@@ -182,7 +204,9 @@ class MemoryService:
         ranking = settings.pop("ranking", None)
         handles: ManagerSettings = settings  # what is left is how each handle is built
         queue = ConsolidationQueue(workers=workers, max_pending=max_pending)
-        self._shared = _Shared(self, sessions, memory_store, embedder, llm, queue, RecentContexts())
+        self._shared = _Shared(
+            self, sessions, memory_store, embedder, llm, queue, RecentContexts(), _Sharings()
+        )
         self._on_close = list(on_close)
         self._start(ManagerConfig(ranking=ranking, **handles))
 
@@ -196,7 +220,10 @@ class MemoryService:
             token_counter=token_counter,
             queue=shared.consolidation,
         )
-        self._handles: OrderedDict[tuple[str, str, str | None], MemoryManager] = OrderedDict()
+        # Each handle with the generation of its session's sharing it was checked at.
+        self._handles: OrderedDict[tuple[str, str, str | None], tuple[MemoryManager, int]] = (
+            OrderedDict()
+        )
         self._lock = threading.Lock()
         self._closed = False
 
@@ -366,19 +393,29 @@ class MemoryService:
             self._check_open()
             return self._new_handle(user_id, None, agent_id)
         key = (user_id, session_id, agent_id)
-        with self._lock:
-            self._check_open()
-            handle = self._handles.get(key)
-            if handle is not None:
-                self._handles.move_to_end(key)
-                return handle
-        # Built outside the lock (it reads the session); the first of two racing builders wins.
-        handle = self._new_handle(user_id, session_id, agent_id)
-        with self._lock:
-            handle = self._handles.setdefault(key, handle)
-            while len(self._handles) > self._max_handles:
-                self._handles.popitem(last=False)
-        return handle
+        sharings = self._shared.sharings
+        while True:
+            with self._lock:
+                self._check_open()
+                generation = sharings.generation(session_id)
+                cached = self._handles.get(key)
+                if cached is not None:
+                    if cached[1] == generation:
+                        self._handles.move_to_end(key)
+                        return cached[0]
+                    del self._handles[key]  # checked before the session was shared anew
+            # Built outside the lock (it reads the session and checks its owner); the first
+            # of two racing builders wins.
+            handle = self._new_handle(user_id, session_id, agent_id)
+            with self._lock:
+                if sharings.generation(session_id) != generation:
+                    # share_session changed the members since the check (maybe dropping
+                    # this user): check again rather than cache what it may have revoked.
+                    continue
+                handle, _ = self._handles.setdefault(key, (handle, generation))
+                while len(self._handles) > self._max_handles:
+                    self._handles.popitem(last=False)
+            return handle
 
     def share_session(
         self,
@@ -393,7 +430,8 @@ class MemoryService:
         it gets :class:`~agentmem.errors.SessionOwnershipError` unless its owner shares it
         here. ``owner`` and each member are a user id or a ``(user_id, agent_id)`` pair.
         ``members`` replaces the earlier list (``[]`` stops sharing; handles of former
-        members are dropped). Each member reads and writes the shared conversation, and
+        members are dropped, in this service and its :meth:`with_settings` copies, even
+        one being built meanwhile). Each member reads and writes the shared conversation, and
         each member's consolidation goes to that member's own long-term memory, under a
         watermark of its own.
 
@@ -413,6 +451,9 @@ class MemoryService:
         self._check_open()
         record = SessionOwners(self.sessions).share(session_id, owner=owner, members=members)
         with self._lock:
+            # After the new record is written: a handle checked before it is not cached (nor
+            # handed out from a copy's cache) without a new check.
+            self._shared.sharings.changed(session_id)
             for key in [k for k in self._handles if k[1] == session_id]:
                 if not record.admits((key[0], key[2])):
                     del self._handles[key]

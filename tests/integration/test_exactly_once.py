@@ -12,6 +12,7 @@ the server applies once resumed.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 import uuid
 from collections import Counter
@@ -22,6 +23,7 @@ from typing import Any
 import pytest
 
 from agentmem import MemoryManager, MemoryService
+from agentmem._sansio import Program, call
 from agentmem.controller.turns import MAX_TURN_ID_LENGTH
 from agentmem.errors import InvalidValueError, StoreUnavailableError, TurnConflictError
 from agentmem.stores.base import SessionStore
@@ -207,8 +209,6 @@ def test_an_unusable_turn_id_is_refused_and_nothing_is_written(
 def test_turn_ids_keep_many_threads_exactly_once(service: MemoryService) -> None:
     """Eight threads record the same 20 turns of one session, each retrying every turn:
     each turn is stored once."""
-    import threading
-
     alice = service.manager("alice", "threads")
     errors: list[BaseException] = []
 
@@ -227,6 +227,89 @@ def test_turn_ids_keep_many_threads_exactly_once(service: MemoryService) -> None
     assert errors == []
     counts = Counter(contents(alice))
     assert counts == Counter({**{f"fact {t} about kayaks": 1 for t in range(20)}, "noted": 20})
+
+
+# -- a retry that overlaps the attempt it retries --------------------------------------------
+
+
+class PausedCount:
+    """Pauses the first count of a turn in ``mem``'s working memory until :meth:`release`
+    (the first attempt stalls between storing the turn and counting it); later counts pass.
+    Works for threads (a blocking wait) and asyncio tasks (an awaited event)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, mem: MemoryManager) -> None:
+        self.reached, self.go = threading.Event(), threading.Event()
+        self.counts = 0
+        real = mem.working._advance_turn
+
+        def wait() -> None:
+            self.reached.set()
+            assert self.go.wait(timeout=30)
+
+        async def await_go() -> None:
+            self.reached.set()
+            assert await asyncio.to_thread(self.go.wait, 30)
+
+        def advance_turn(n: int = 1) -> Program[int]:
+            self.counts += 1
+            if self.counts == 1:
+                yield from call(wait, await_go)
+            return (yield from real(n))
+
+        monkeypatch.setattr(mem.working, "_advance_turn", advance_turn)
+
+    def release(self) -> None:
+        self.go.set()
+
+
+def test_a_retry_overlapping_its_first_attempt_counts_the_turn_once(
+    service: MemoryService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client retries a turn (same turn_id) while the first attempt is still running,
+    paused after storing the messages and before counting the turn: the turn is stored
+    once and counted once."""
+    alice = service.manager("alice", "overlap-sync")
+    pause = PausedCount(monkeypatch, alice)
+    errors: list[BaseException] = []
+
+    def attempt() -> None:
+        try:
+            alice.process_interaction(*SAID, turn_id="req-1")
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    first, retry = threading.Thread(target=attempt), threading.Thread(target=attempt)
+    first.start()
+    assert pause.reached.wait(timeout=30)
+    retry.start()
+    retry.join(timeout=0.5)  # the retry runs (or waits for the first attempt) meanwhile
+    pause.release()
+    first.join(timeout=30)
+    retry.join(timeout=30)
+    assert errors == []
+    assert contents(alice) == list(SAID)
+    assert alice.working.turn == 1
+    assert pause.counts == 1
+    alice.working.reload()  # and so says the stored document
+    assert alice.working.turn == 1
+
+
+async def test_an_async_retry_overlapping_its_first_attempt_counts_the_turn_once(
+    service: MemoryService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    alice = service.manager("alice", "overlap-async")
+    pause = PausedCount(monkeypatch, alice)
+    first = asyncio.create_task(alice.aprocess_interaction(*SAID, turn_id="req-1"))
+    assert await asyncio.to_thread(pause.reached.wait, 30)
+    retry = asyncio.create_task(alice.aprocess_interaction(*SAID, turn_id="req-1"))
+    await asyncio.wait([retry], timeout=0.5)  # it runs (or waits for the first) meanwhile
+    pause.release()
+    await asyncio.wait_for(asyncio.gather(first, retry), timeout=30)
+    assert await asyncio.to_thread(contents, alice) == list(SAID)
+    assert alice.working.turn == 1
+    assert pause.counts == 1
+    await alice.working.areload()
+    assert alice.working.turn == 1
 
 
 # -- Redis: a retry after an "unknown" outcome ------------------------------------------------

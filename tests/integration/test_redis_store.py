@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import socket
 import threading
 import time
@@ -19,6 +20,7 @@ from redis.crc import key_slot
 from redis.retry import Retry
 
 from agentmem.errors import ConfigurationError, StoreClosedError, StoreError
+from agentmem.stores._redis_support import parse_messages, parse_state
 from agentmem.stores.base import SessionStore
 from agentmem.stores.redis import RedisSessionStore
 from agentmem.types import Message
@@ -360,3 +362,64 @@ def test_bad_configuration_is_refused(kwargs: dict[str, object], match: str) -> 
 
 def test_store_satisfies_the_protocol(store: RedisSessionStore) -> None:
     assert isinstance(store, SessionStore)
+
+
+# -- corrupted data -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "member",
+    ["{not json", '{"role": "nobody", "content": "x"}', b"\xff\xfe", '["a list"]'],
+    ids=["not-json", "not-a-message", "not-utf8", "a-list"],
+)
+def test_parse_messages_wraps_an_unreadable_member_in_store_error(member: str | bytes) -> None:
+    good = Message(role="user", content="fine").to_json()
+    with pytest.raises(StoreError, match=r"message 2 of the Redis key 'p:\{s\}:log'") as info:
+        parse_messages([(good, 1.0), (member, 2.0)], "p:{s}:log")
+    assert isinstance(info.value.__cause__, ValueError)  # pydantic's ValidationError too
+    assert [m.message.content for m in parse_messages([(good, 1.0)], "k")] == ["fine"]
+
+
+@pytest.mark.parametrize("raw", ["{broken", b"\xff", "[1, 2]", '"text"', "null"], ids=repr)
+def test_parse_state_wraps_a_corrupted_document_in_store_error(raw: str | bytes) -> None:
+    with pytest.raises(StoreError, match=r"'summary' of the Redis hash 'p:\{s\}:state'"):
+        parse_state(raw, "p:{s}:state", "summary")
+    with pytest.raises(StoreError, match=r"the Redis key 'p:\{s\}:owner' is corrupted"):
+        parse_state(raw, "p:{s}:owner")
+    assert parse_state(None, "k") is None
+    assert parse_state(b'{"a": 1}', "k") == {"a": 1}
+
+
+async def test_corrupted_members_and_fields_raise_store_error(
+    store: RedisSessionStore, raw: redis.Redis
+) -> None:
+    """A member or field written by something else than the store (corrupted) is reported
+    as a StoreError naming its key, by the sync and the async reads alike."""
+    store.append("s1", _msgs(2))
+    store.set_state("s1", "summary", {"text": "ok"})
+    store.claim_owner("s1", {"owner": "alice"})
+    keys = store._keys("s1")
+    raw.zadd(keys.log, {"{not a message": 3})
+    raw.hset(keys.state, "summary", "{broken")
+    raw.set(keys.owner, '{"owner": ')
+    reads = {
+        "read": (lambda: store.read("s1"), lambda: store.aread("s1"), keys.log),
+        "read_last": (
+            lambda: store.read_last("s1", 1),
+            lambda: store.aread_last("s1", 1),
+            keys.log,
+        ),
+        "get_state": (
+            lambda: store.get_state("s1", "summary"),
+            lambda: store.aget_state("s1", "summary"),
+            keys.state,
+        ),
+        "get_owner": (lambda: store.get_owner("s1"), lambda: store.aget_owner("s1"), keys.owner),
+    }
+    for name, (sync, asynchronous, key) in reads.items():
+        with pytest.raises(StoreError, match=re.escape(repr(key))) as info:
+            sync()
+        assert isinstance(info.value.__cause__, ValueError), name
+        with pytest.raises(StoreError, match=re.escape(repr(key))):
+            await asynchronous()
+    assert [m.message.content for m in store.read("s1", limit=2)] == ["m0", "m1"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -232,6 +233,64 @@ def test_a_shared_session_consolidates_into_each_members_own_memory(
     service.share_session(session, owner="alice", members=[])
     with pytest.raises(SessionOwnershipError):
         service.manager("bob", session)
+
+
+def test_a_member_dropped_while_its_handle_is_built_gets_no_handle(
+    deployment: Deployment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bob takes a handle; between the check of his membership and the caching of his
+    handle, Alice stops sharing the session: neither that call nor a later one hands Bob
+    a handle."""
+    service = deployment.service
+    session = f"team-{uuid.uuid4().hex[:8]}"
+    service.manager("alice", session)
+    service.share_session(session, owner="alice", members=["bob"])
+    real = service._builder.build
+    checked, go = threading.Event(), threading.Event()
+
+    def build(*args: Any, **kwargs: Any) -> MemoryManager:
+        handle = real(*args, **kwargs)  # Bob's membership is checked here
+        if not checked.is_set():
+            checked.set()
+            assert go.wait(timeout=30)
+        return handle
+
+    monkeypatch.setattr(service._builder, "build", build)
+    outcome: list[object] = []
+
+    def take() -> None:
+        try:
+            outcome.append(service.manager("bob", session))
+        except SessionOwnershipError as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=take)
+    thread.start()
+    assert checked.wait(timeout=30)
+    service.share_session(session, owner="alice", members=[])  # meanwhile: Bob is dropped
+    go.set()
+    thread.join(timeout=30)
+    assert len(outcome) == 1
+    assert isinstance(outcome[0], SessionOwnershipError)  # checked again, and refused
+    with pytest.raises(SessionOwnershipError):
+        service.manager("bob", session)
+    assert service.manager("alice", session).session_id == session
+
+
+def test_a_dropped_member_gets_no_handle_from_a_copy_of_the_service(
+    deployment: Deployment,
+) -> None:
+    service = deployment.service
+    session = f"team-{uuid.uuid4().hex[:8]}"
+    service.manager("alice", session)
+    service.share_session(session, owner="alice", members=["bob"])
+    quiet = service.with_settings(consolidate_every_tokens=None)
+    quiet.manager("bob", session)  # cached in the copy
+    service.share_session(session, owner="alice", members=[])
+    with pytest.raises(SessionOwnershipError):
+        quiet.manager("bob", session)
+    service.share_session(session, owner="alice", members=["bob"])  # shared again: usable
+    assert quiet.manager("bob", session).session_id == session
 
 
 def test_owner_keys_of_colliding_joined_ids_are_distinct(deployment: Deployment) -> None:

@@ -39,7 +39,7 @@ from agentmem.controller.consolidation import ConsolidationReport, MemoryConsoli
 from agentmem.controller.forgetting import ForgettingPolicy, ForgettingReport
 from agentmem.controller.retrieval import MemoryRetriever, Strategy
 from agentmem.controller.scheduler import ConsolidationQueue, ConsolidationScheduler
-from agentmem.controller.turns import record_turn, settle_turn
+from agentmem.controller.turns import record_turn
 from agentmem.embeddings import Embedder
 from agentmem.errors import InvalidMessageError, InvalidValueError
 from agentmem.inspector.recent import RecentContexts
@@ -273,11 +273,12 @@ class MemoryManager:
             yield from self._count_turns(batch)
         else:
             turn = [to_message(m) for m in messages]
-            recorded = yield from record_turn(self.short_term, turn, turn_id)
+            # Counted and settled under the turn's lock: an overlapping retry of the turn
+            # waits, then finds it settled (not counted twice).
+            recorded = yield from record_turn(
+                self.short_term, turn, turn_id, then=self._count_turns
+            )
             batch = recorded.messages
-            if not recorded.settled:  # else a retry of a turn counted already
-                yield from self._count_turns(batch)
-                yield from settle_turn(self.short_term, recorded)
         return (yield from self.scheduler._record(batch))
 
     def _count_turns(self, batch: Sequence[Message]) -> Program[None]:

@@ -13,18 +13,26 @@ any error (a timeout, a crash, a Redis :class:`~agentmem.errors.StoreUnavailable
   turn was recorded after;
 * an attempt that finds the record with the same digest is a retry: it reads the log past
   that position and appends only if the messages are not there yet (an earlier attempt
-  failed between the record and the append). What follows the append (counting the turn in
-  working memory) is marked in the record once done (:func:`settle_turn`), so a retry does
-  it only if the failed attempt had not; The Redis store's appends are idempotent by
-  message id besides, so even two processes retrying at once store the turn once;
+  failed between the record and the append). What follows the append (``then``: counting
+  the turn in working memory) runs under the same lock as the record and the append, and is
+  marked in the record once done (:func:`settle_turn`), so a retry does it only if no
+  earlier attempt had, even when it overlaps an attempt still running. The Redis store's
+  appends are idempotent by message id besides, so even two processes retrying at once
+  store the turn once;
 * an attempt that finds the record with a *different* digest is not a retry but a reused
   id: it raises :class:`~agentmem.errors.TurnConflictError` and writes nothing.
 
-Within one process the steps run under the session's process-wide lock (threads and
-asyncio tasks alike). Across processes, Redis appends are idempotent by message id; two
-processes retrying one turn at the same moment on one SQLite file are not serialized (one
-process per home is the embedded default). Turn records stay with the session's state (a
-few dozen bytes per turn) and go with :meth:`~agentmem.stores.base.SessionStore.clear`.
+Within one process the steps (record, append, ``then``, settle) run under the session's
+process-wide lock (threads and asyncio tasks alike). Across processes, Redis appends are
+idempotent by message id; two processes retrying one turn at the same moment on one SQLite
+file are not serialized (one process per home is the embedded default). Turn records stay
+with the session's state (a few dozen bytes per turn) and go with
+:meth:`~agentmem.stores.base.SessionStore.clear`.
+
+What remains: ``then``'s write (the working-memory document) and the settle mark (the turn
+record) are two writes of the session state, and the stores have no write of two keys at
+once. A crash, or a failed reply, between the two leaves the turn counted but not marked, and
+the retry counts it again (``working.turn`` one ahead). The messages are never stored twice.
 
 Example:
     >>> from agentmem.stores import InMemorySessionStore
@@ -46,7 +54,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -137,7 +145,8 @@ class RecordedTurn:
             them).
         new: ``True`` when this call appended them, ``False`` when they were already there.
         settled: Whether an earlier attempt finished what follows the append (counting the
-            turn in working memory): :func:`settle_turn` marks it.
+            turn in working memory): :func:`settle_turn` marks it. When ``False``, the
+            ``then`` given to :func:`record_turn` ran (and the turn is settled now).
     """
 
     messages: list[Message]
@@ -156,10 +165,20 @@ def settle_turn(short_term: ShortTermMemory, turn: RecordedTurn) -> Program[None
 
 
 def record_turn(
-    short_term: ShortTermMemory, messages: Sequence[Message], turn_id: str
+    short_term: ShortTermMemory,
+    messages: Sequence[Message],
+    turn_id: str,
+    then: Callable[[list[Message]], Program[None]] | None = None,
 ) -> Program[RecordedTurn]:
     """Append ``messages`` to ``short_term``'s session as the turn ``turn_id``, exactly once
     (see the module docstring).
+
+    ``then`` is what follows the append (counting the turn in working memory): it gets the
+    turn's messages as stored and runs once per turn, not on a retry of a turn an earlier
+    attempt settled. It runs, and the turn is settled (:func:`settle_turn`), under the same
+    lock as the record and the append, so an attempt that overlaps another of the same turn
+    (a client's retry after a timeout, while the first is still running) waits for it and
+    then finds the turn settled.
 
     Raises:
         InvalidValueError: ``turn_id`` is not usable.
@@ -168,7 +187,20 @@ def record_turn(
     turn_id = check_turn_id(turn_id)
     batch = turn_messages(short_term.session_id, turn_id, messages)
     key = ("turn", short_term.store, short_term.session_id)
-    return (yield from locked(key, _record(short_term, batch, turn_id)))
+    return (yield from locked(key, _record_and_settle(short_term, batch, turn_id, then)))
+
+
+def _record_and_settle(
+    short_term: ShortTermMemory,
+    batch: list[Message],
+    turn_id: str,
+    then: Callable[[list[Message]], Program[None]] | None,
+) -> Program[RecordedTurn]:
+    recorded = yield from _record(short_term, batch, turn_id)  # reads ``settled`` anew
+    if then is not None and not recorded.settled:
+        yield from then(recorded.messages)
+        yield from settle_turn(short_term, recorded)
+    return recorded
 
 
 def _record(

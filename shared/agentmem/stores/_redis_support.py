@@ -38,6 +38,7 @@ import redis.asyncio.connection
 import redis.asyncio.retry
 import redis.cluster
 import redis.connection
+from pydantic import ValidationError
 from redis.backoff import AbstractBackoff
 from redis.exceptions import (
     AskError,
@@ -172,13 +173,49 @@ def text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def parse_messages(rows: Sequence[Any]) -> list[StoredMessage]:
-    """``ZRANGE ... WITHSCORES`` rows (member JSON, seq score) as stored messages."""
-    return [StoredMessage(int(score), Message.from_json(member)) for member, score in rows]
+def parse_messages(rows: Sequence[Any], key: str) -> list[StoredMessage]:
+    """``ZRANGE ... WITHSCORES`` rows (member JSON, seq score) of the log ``key`` as stored
+    messages.
+
+    Raises:
+        StoreError: A member is not a message (corrupted, or written by an incompatible
+            agentmem); names the key and the seq, the cause chained.
+    """
+    parsed: list[StoredMessage] = []
+    for member, score in rows:
+        try:
+            parsed.append(StoredMessage(int(score), Message.from_json(member)))
+        except (ValidationError, ValueError, TypeError) as exc:
+            seq = f"{score:g}" if isinstance(score, float) else repr(score)
+            msg = (
+                f"message {seq} of the Redis key {key!r} is unreadable (corrupted, or "
+                f"written by an incompatible agentmem): {exc}"
+            )
+            raise StoreError(msg) from exc
+    return parsed
 
 
-def parse_state(raw: bytes | str | None) -> dict[str, Any] | None:
-    return None if raw is None else dict(json.loads(raw))
+def parse_state(
+    raw: bytes | str | None, key: str, field: str | None = None
+) -> dict[str, Any] | None:
+    """A JSON object stored at the Redis ``key`` (in its hash ``field``, if given), or
+    ``None`` when nothing is.
+
+    Raises:
+        StoreError: It is not a JSON object (corrupted); names the key, the cause chained.
+    """
+    if raw is None:
+        return None
+    where = f"the Redis key {key!r}" if field is None else f"{field!r} of the Redis hash {key!r}"
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:  # JSONDecodeError, or UnicodeDecodeError from bytes
+        msg = f"{where} is corrupted: {exc}"
+        raise StoreError(msg) from exc
+    if not isinstance(value, dict):
+        msg = f"{where} is corrupted: a JSON {type(value).__name__} where an object belongs"
+        raise StoreError(msg)
+    return value
 
 
 def address(client: Client) -> str:

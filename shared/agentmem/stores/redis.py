@@ -58,7 +58,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 import math
 import numbers
 import time
@@ -79,7 +78,12 @@ from redis.retry import Retry
 from agentmem._sansio import Program, Request, async_twin, call, twin
 from agentmem._util.checks import check_int
 from agentmem._util.executor import run_in_executor
-from agentmem.errors import ConfigurationError, StoreClosedError, StoreUnavailableError
+from agentmem.errors import (
+    ConfigurationError,
+    StoreClosedError,
+    StoreError,
+    StoreUnavailableError,
+)
 from agentmem.stores._redis_support import (
     APPEND,
     OWNER,
@@ -500,7 +504,7 @@ class RedisSessionStore:
         page = self._range(after, limit)
         with self._errors(f"reading session {session_id!r}"):
             rows = yield from self._command(lambda c: c.zrange(keys.log, withscores=True, **page))
-        return parse_messages(rows)
+        return parse_messages(rows, keys.log)
 
     @twin
     def read_last(self, session_id: str, n: int) -> Program[list[StoredMessage]]:
@@ -511,7 +515,7 @@ class RedisSessionStore:
             return []
         with self._errors(f"reading session {session_id!r}"):
             rows = yield from self._command(lambda c: c.zrange(keys.log, -n, -1, withscores=True))
-        return parse_messages(rows)
+        return parse_messages(rows, keys.log)
 
     @twin
     def count(self, session_id: str) -> Program[int]:
@@ -538,7 +542,7 @@ class RedisSessionStore:
         keys = self._keys(session_id)
         with self._errors(f"reading state {key!r} of session {session_id!r}"):
             raw = yield from self._command(lambda c: c.hget(keys.state, key))
-        return parse_state(raw)
+        return parse_state(raw, keys.state, key)
 
     @twin
     def set_state(self, session_id: str, key: str, value: dict[str, Any]) -> Program[None]:
@@ -595,7 +599,7 @@ class RedisSessionStore:
         keys = self._keys(session_id)
         with self._errors(f"reading the owner of session {session_id!r}"):
             raw = yield from self._command(lambda c: c.get(keys.owner))
-        return parse_state(raw)
+        return parse_state(raw, keys.owner)
 
     @twin
     def claim_owner(self, session_id: str, record: dict[str, Any]) -> Program[dict[str, Any]]:
@@ -619,7 +623,11 @@ class RedisSessionStore:
         ):
             stored = yield from self._script(OWNER, session_id, keys, [op, raw])
         # The script returns the record in force (it has just ensured one exists).
-        return dict(json.loads(stored))
+        found = parse_state(stored, keys.owner)
+        if found is None:
+            msg = f"the Redis key {keys.owner!r} holds no owner record after it was written"
+            raise StoreError(msg)
+        return found
 
     @twin
     def sessions(self) -> Program[list[str]]:
