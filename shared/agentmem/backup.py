@@ -268,8 +268,7 @@ def restore(
         raise ConfigurationError(msg)
     (root / _LONG_TERM).mkdir(parents=True, exist_ok=True)
     with _holding(root / _LONG_TERM / LOCK_FILE):
-        if (done := _recover(root)) is not None:  # checked above: settled first
-            logger.warning("%s: an interrupted restore into it was %s first", root, done)
+        if (done := _recover(root)) is not None:  # not refused above: settled first
             present = _stores_in(root)
             if present and not force:
                 msg = (
@@ -278,6 +277,7 @@ def restore(
                     "(force=True) to replace them, or restore into an empty home"
                 )
                 raise ConfigurationError(msg)
+            logger.warning("%s: an interrupted restore into it was %s first", root, done)
         files, data = _swap_in(source, root)
     return RestoreReport(
         home=root,
