@@ -16,7 +16,21 @@ sibling directory and renamed to ``DEST`` only once complete.
 
 :func:`restore` checks every file of a backup against ``agentmem-backup.json`` before it
 writes anything, refuses a home another process holds, and replaces a non-empty home only
-with ``force=True``.
+with ``force=True``. It copies the backup into a hidden directory of the home first, then
+swaps it in: the home's stores are moved into a second hidden directory, the backup's moved
+into their place. The swap is all or nothing:
+
+* any exception during it (an ``OSError``, Ctrl-C) rolls it back: the backup's entries
+  already moved in are taken out, the home's moved back, and the exception re-raised;
+* a kill or a power cut during it leaves its journal, ``.restore-in-progress.json`` in the
+  home (written durably before the first move, removed durably last). Opening the home then
+  raises :class:`~agentmem.errors.StoreCorruptedError` instead of opening stores that may be
+  part old, part restored (see :func:`agentmem.home.check_no_interrupted_restore`); the
+  next :func:`restore` into the home, or :func:`recover_restore`, settles it first: it puts
+  the home's stores back as they were, or, when the swap was complete, only removes the
+  leftovers.
+
+The old stores are deleted only once the backup's are all in place.
 
 Server deployments back up their servers instead: Qdrant's snapshots (``POST
 /collections/{name}/snapshots``) and Redis persistence (RDB snapshots or the AOF).
@@ -40,6 +54,7 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import logging
 import os
 import shutil
 import time
@@ -48,15 +63,31 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from agentmem._util.durable import fsync_dir, replace_durably
 from agentmem._util.file_copy import copy_tree, fsync_tree
 from agentmem.errors import ConfigurationError, StoreCorruptedError, StoreLockedError
+from agentmem.home import RESTORE_MARKER
 from agentmem.stores.qdrant._edge_manifest import block_digest
 from agentmem.stores.qdrant.edge import LOCK_FILE, QdrantEdgeStore
 from agentmem.stores.sqlite import SQLiteSessionStore
 
-__all__ = ["BACKUP_FILE", "BackupReport", "RestoreReport", "backup_stores", "restore", "verify"]
+__all__ = [
+    "BACKUP_FILE",
+    "BackupReport",
+    "Recovery",
+    "RestoreReport",
+    "backup_stores",
+    "recover_restore",
+    "restore",
+    "verify",
+]
+
+logger = logging.getLogger(__name__)
+
+#: What :func:`recover_restore` did to an interrupted restore.
+Recovery = Literal["rolled back", "completed"]
 
 BACKUP_FILE = "agentmem-backup.json"
 _FORMAT = "agentmem-backup"
@@ -202,10 +233,18 @@ def restore(
     in it is intact; no process holds ``home``; ``home`` holds no stores (unless ``force``:
     they are then replaced, their -wal/-shm files included).
 
+    A restore into ``home`` that was interrupted (killed during its swap) is settled first,
+    as :func:`recover_restore` does: the stores it was replacing are put back (with a
+    warning logged), and are then replaced only with ``force``. The swap itself is all or
+    nothing (see the module): on any exception, ``KeyboardInterrupt`` included, the home is
+    put back as it was and the exception re-raised; after a kill, its journal makes the
+    next open of the home refuse it until it is settled.
+
     Raises:
         ConfigurationError: ``src`` is not a backup, or ``home`` is not empty without
             ``force``, or is a file.
-        StoreCorruptedError: The backup is damaged.
+        StoreCorruptedError: The backup is damaged, or the journal of an interrupted
+            restore into ``home`` cannot be read.
         StoreLockedError: Another process holds ``home``.
 
     Example:
@@ -221,7 +260,7 @@ def restore(
         raise ConfigurationError(msg)
     _check_not_held(root)
     present = _stores_in(root)
-    if present and not force:
+    if present and not force and not (root / RESTORE_MARKER).exists():
         msg = (
             f"{root} already holds {' and '.join(present)}; restoring would replace them: "
             "pass --force (force=True) to replace them, or restore into an empty home"
@@ -229,29 +268,17 @@ def restore(
         raise ConfigurationError(msg)
     (root / _LONG_TERM).mkdir(parents=True, exist_ok=True)
     with _holding(root / _LONG_TERM / LOCK_FILE):
-        staging = root / f".restore-{uuid.uuid4().hex[:8]}"
-        aside = root / f".replaced-{uuid.uuid4().hex[:8]}"
-        try:
-            files, data = copy_tree(source, staging, skip=lambda p: p.name == BACKUP_FILE)
-            fsync_tree(staging)
-            aside.mkdir()
-            for name in _SESSION_FILES:  # the old database's log must never meet the new one
-                if (root / name).exists():
-                    os.replace(root / name, aside / name)
-            (aside / _LONG_TERM).mkdir()
-            for entry in (root / _LONG_TERM).iterdir():
-                if entry.name != LOCK_FILE:
-                    os.replace(entry, aside / _LONG_TERM / entry.name)
-            for name in _SESSION_FILES:
-                if (staging / name).exists():
-                    os.replace(staging / name, root / name)
-            for entry in (staging / _LONG_TERM).iterdir():
-                if entry.name != LOCK_FILE:
-                    os.replace(entry, root / _LONG_TERM / entry.name)
-            fsync_tree(root)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-            shutil.rmtree(aside, ignore_errors=True)
+        if (done := _recover(root)) is not None:  # not refused above: settled first
+            present = _stores_in(root)
+            if present and not force:
+                msg = (
+                    f"{root} already holds {' and '.join(present)} (an interrupted restore "
+                    f"was {done} first); restoring would replace them: pass --force "
+                    "(force=True) to replace them, or restore into an empty home"
+                )
+                raise ConfigurationError(msg)
+            logger.warning("%s: an interrupted restore into it was %s first", root, done)
+        files, data = _swap_in(source, root)
     return RestoreReport(
         home=root,
         files=files,
@@ -262,6 +289,229 @@ def restore(
         replaced=bool(present),
         seconds=time.monotonic() - started,
     )
+
+
+def recover_restore(home: str | os.PathLike[str]) -> Recovery | None:
+    """Settle a restore into ``home`` that was interrupted (a kill, a power cut): put the
+    stores it was replacing back as they were, or, when it had already replaced them all,
+    only remove what it left over. Returns what was done (``"rolled back"`` or
+    ``"completed"``), or ``None`` when there was no interrupted restore.
+
+    :func:`restore` does the same before it restores; opening a home with an unsettled
+    restore raises :class:`~agentmem.errors.StoreCorruptedError` (see
+    :func:`agentmem.home.check_no_interrupted_restore`).
+
+    Raises:
+        StoreLockedError: Another process holds ``home`` (a restore that is still running).
+        StoreCorruptedError: The restore's journal cannot be read (the message names it).
+
+    Example:
+        >>> import tempfile
+        >>> recover_restore(tempfile.mkdtemp()) is None
+        True
+    """
+    root = Path(home).expanduser()
+    if not (root / RESTORE_MARKER).exists():
+        return None
+    (root / _LONG_TERM).mkdir(exist_ok=True)
+    with _holding(root / _LONG_TERM / LOCK_FILE):
+        return _recover(root)
+
+
+# -- the swap of a restore and its journal ---------------------------------------------------
+#
+# The journal (RESTORE_MARKER in the home) names the staging directory (the backup's copy),
+# the directory the home's own entries are moved aside into, and both lists of entries. It is
+# written durably before the first entry moves; "swapping" means a rollback puts the home back
+# as it was, "replaced" that every entry of the backup is in place and only the two
+# directories remain to be deleted. It is removed, durably, last.
+
+_STAGING_PREFIX = ".restore-"
+_ASIDE_PREFIX = ".replaced-"
+_JOURNAL_FORMAT = "agentmem-restore"
+
+
+def _move(src: Path, dst: Path) -> None:
+    """Rename ``src`` to ``dst`` (every move of a restore's swap and of its rollback)."""
+    os.replace(src, dst)
+
+
+def _entries(root: Path) -> list[str]:
+    """The entries a restore replaces in ``root`` (a home or a staging copy), relative."""
+    names = [name for name in _SESSION_FILES if os.path.lexists(root / name)]
+    long_term = root / _LONG_TERM
+    if long_term.is_dir():
+        names += sorted(
+            f"{_LONG_TERM}/{entry.name}" for entry in long_term.iterdir() if entry.name != LOCK_FILE
+        )
+    return names
+
+
+def _swap_in(source: Path, root: Path) -> tuple[int, int]:
+    """Copy the backup ``source`` into ``root`` and swap it for the home's stores, journaled
+    (the home's store lock held); on any exception the home is put back as it was."""
+    token = uuid.uuid4().hex[:8]
+    staging, aside = root / f"{_STAGING_PREFIX}{token}", root / f"{_ASIDE_PREFIX}{token}"
+    try:
+        files, data = copy_tree(source, staging, skip=lambda p: p.name == BACKUP_FILE)
+        (staging / _LONG_TERM).mkdir(exist_ok=True)
+        fsync_tree(staging)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    journal: dict[str, Any] = {
+        "format": _JOURNAL_FORMAT,
+        "version": 1,
+        "state": "swapping",
+        "source": str(source),
+        "staging": staging.name,
+        "aside": aside.name,
+        "old": _entries(root),
+        "new": _entries(staging),
+    }
+    try:
+        _write_journal(root, journal)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            _remove_journal(root)
+        raise
+    try:
+        (aside / _LONG_TERM).mkdir(parents=True)
+        for name in journal["old"]:  # the old database's log must never meet the new one
+            _move(root / name, aside / name)
+        for name in journal["new"]:
+            _move(staging / name, root / name)
+        fsync_tree(root)
+        _write_journal(root, {**journal, "state": "replaced"})
+    except BaseException:
+        try:
+            _roll_back(root, journal)
+        except BaseException:
+            logger.exception(
+                "%s: the failed restore could not be rolled back; %s stays, and the next "
+                "`agentmem restore` (or agentmem.backup.recover_restore) rolls it back",
+                root,
+                RESTORE_MARKER,
+            )
+        raise
+    _finish(root, journal)
+    return files, data
+
+
+def _recover(root: Path) -> Recovery | None:
+    """Settle the interrupted restore journaled in ``root`` (the store lock held)."""
+    journal = _read_journal(root)
+    if journal is None:
+        return None
+    if journal["state"] == "replaced":
+        _finish(root, journal)
+        return "completed"
+    _roll_back(root, journal)
+    return "rolled back"
+
+
+def _roll_back(root: Path, journal: Mapping[str, Any]) -> None:
+    """Put the home's entries back from the aside directory, taking out (into staging) the
+    backup's entries already moved in; then delete both directories and the journal.
+
+    Correct from any point of the swap, and of an earlier rollback: every old entry is moved
+    aside before any new one is moved in, so an old entry still in the aside directory may
+    have a new one in its place, and an old entry not there is in its place."""
+    staging, aside = root / journal["staging"], root / journal["aside"]
+    old = set(journal["old"])
+    for name in sorted(old | set(journal["new"])):
+        here, kept = root / name, aside / name
+        if name in old and not os.path.lexists(kept):
+            continue  # never moved aside, or already moved back
+        if os.path.lexists(here):  # the backup's: moved in
+            out = staging / name
+            if not os.path.lexists(out) and out.parent.is_dir():
+                _move(here, out)
+            else:
+                _delete(here)
+        if name in old:
+            _move(kept, here)
+    for directory in (root, root / _LONG_TERM):
+        fsync_dir(directory)
+    _remove_journal(root)
+    shutil.rmtree(staging, ignore_errors=True)
+    shutil.rmtree(aside, ignore_errors=True)
+
+
+def _finish(root: Path, journal: Mapping[str, Any]) -> None:
+    """Delete what a complete swap left: the home's old entries, the emptied staging copy;
+    then the journal."""
+    shutil.rmtree(root / journal["aside"], ignore_errors=True)
+    shutil.rmtree(root / journal["staging"], ignore_errors=True)
+    _remove_journal(root)
+
+
+def _delete(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink()
+
+
+def _write_journal(root: Path, journal: Mapping[str, Any]) -> None:
+    replace_durably(root / RESTORE_MARKER, json.dumps(journal, sort_keys=True, indent=1))
+
+
+def _remove_journal(root: Path) -> None:
+    for name in (RESTORE_MARKER, f"{RESTORE_MARKER}.tmp"):  # the latter: a write cut short
+        with contextlib.suppress(FileNotFoundError):
+            (root / name).unlink()
+    fsync_dir(root)
+
+
+def _read_journal(root: Path) -> dict[str, Any] | None:
+    """The journal of an interrupted restore in ``root`` (``None``: there is none), checked:
+    it names only entries a restore moves, and directories a restore makes."""
+    path = root / RESTORE_MARKER
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError):
+        text = ""
+    try:
+        body = json.loads(text)
+    except ValueError:
+        body = None
+    allowed = set(_SESSION_FILES)
+    if (
+        isinstance(body, dict)
+        and body.get("format") == _JOURNAL_FORMAT
+        and body.get("state") in ("swapping", "replaced")
+        and _ours(body.get("staging"), _STAGING_PREFIX)
+        and _ours(body.get("aside"), _ASIDE_PREFIX)
+        and all(
+            isinstance(names, list)
+            and all(isinstance(n, str) and (n in allowed or _in_long_term(n)) for n in names)
+            for names in (body.get("old"), body.get("new"))
+        )
+    ):
+        return body
+    msg = (
+        f"{path}, the journal of an interrupted restore into {root}, cannot be read; the "
+        f"home's old stores may be in a {_ASIDE_PREFIX}* directory and the backup's in a "
+        f"{_STAGING_PREFIX}* one beside it: restore the home from a backup into a new "
+        "directory, or put those entries back by hand, then delete the journal"
+    )
+    raise StoreCorruptedError(msg, path=str(path))
+
+
+def _ours(name: object, prefix: str) -> bool:
+    if not isinstance(name, str) or not name.startswith(prefix):
+        return False
+    token = name[len(prefix) :]
+    return len(token) == 8 and all(c in "0123456789abcdef" for c in token)
+
+
+def _in_long_term(name: str) -> bool:
+    head, _, entry = name.partition("/")
+    return head == _LONG_TERM and entry not in ("", ".", "..", LOCK_FILE) and "/" not in entry
 
 
 # -- helpers ---------------------------------------------------------------------------------

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -16,11 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from agentmem import MemoryService
+from agentmem import MemoryService, backup
 from agentmem.backup import BACKUP_FILE, restore, verify
 from agentmem.errors import ConfigurationError, StoreCorruptedError, StoreLockedError
 from agentmem.long_term.records import RecordFilter, Scope
 from agentmem.repair import repair
+from agentmem.stores.qdrant.edge import LOCK_FILE, QdrantEdgeStore
 from agentmem.stores.sqlite import SQLiteSessionStore
 from tests.fakes import HashingEmbedder
 from tests.processes import run_python
@@ -68,6 +71,57 @@ def small_home(tmp_path: Path) -> Path:
             alice.process_interaction(f"question {i}", f"answer {i}")
             alice.remember(f"alice likes {LIKES[i]}")
     return home
+
+
+@pytest.fixture
+def other_backup(tmp_path: Path) -> Path:
+    """A backup of another home than ``small_home``: bob's, 3 memories and 2 messages."""
+    with open_service(tmp_path / "other") as service:
+        bob = service.manager("bob", "chat-b")
+        bob.process_interaction("bob's question", "bob's answer")
+        for like in LIKES[:3]:
+            bob.remember(f"bob likes {like}")
+        return service.backup(tmp_path / "other-backup").path
+
+
+# A restore's staging copy of the backup, and the directory the home's entries go aside into.
+STAGING = re.compile(r"\.restore-[0-9a-f]{8}")
+ASIDE = re.compile(r"\.replaced-[0-9a-f]{8}")
+MARKER = ".restore-in-progress.json"
+
+
+def under(path: str | os.PathLike[str], pattern: re.Pattern[str]) -> bool:
+    return any(pattern.fullmatch(part) for part in Path(path).parts)
+
+
+def leftovers(home: Path) -> list[str]:
+    """What a restore may leave in the home: staging, aside, its journal."""
+    return sorted(p.name for p in home.iterdir() if p.name.startswith("."))
+
+
+def holds_alice(home: Path) -> bool:
+    with open_service(home) as service:
+        assert service.sessions.count("chat-b") == 0
+        assert service.sessions.count("chat-1") == 10
+        assert len(service.long_term("alice").all_records()) == 5
+        return len(service.long_term("bob").all_records()) == 0
+
+
+def holds_bob(home: Path) -> bool:
+    with open_service(home) as service:
+        assert service.sessions.count("chat-1") == 0
+        assert service.sessions.count("chat-b") == 2
+        assert len(service.long_term("bob").all_records()) == 3
+        return len(service.long_term("alice").all_records()) == 0
+
+
+def restored_tree(source: Path) -> dict[str, str]:
+    """What a complete restore of the backup ``source`` puts in a home (its lock aside)."""
+    return {k: v for k, v in tree(source).items() if k != BACKUP_FILE}
+
+
+def without_lock(files: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in files.items() if k != f"long_term/{LOCK_FILE}"}
 
 
 def test_backup_during_concurrent_writes_then_restore(tmp_path: Path) -> None:
@@ -322,3 +376,165 @@ def test_sqlite_schema_2_files_migrate_with_checksums(tmp_path: Path) -> None:
         assert store.get_state("s1", "k") == {"v": 1}
         assert store.verify_all() == (1, 1)
     assert (tmp_path / "sessions.db.identity.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("phase", "n", "error"),
+    [
+        ("aside", 1, OSError),  # the first of the home's entries moved aside
+        ("aside", 6, KeyboardInterrupt),
+        ("in", 1, KeyboardInterrupt),  # the first of the backup's entries moved in
+        ("in", 4, OSError),
+        ("in", 7, KeyboardInterrupt),  # the last one
+        ("fsync", 1, OSError),  # every entry moved; the sync of the home fails
+    ],
+)
+def test_a_failed_swap_puts_the_home_back(
+    small_home: Path,
+    other_backup: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    phase: str,
+    n: int,
+    error: type[BaseException],
+) -> None:
+    before = tree(small_home)
+    real_replace, real_fsync_tree = os.replace, backup.fsync_tree
+    seen = 0
+
+    def replace(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+        nonlocal seen
+        if (phase == "aside" and under(dst, ASIDE)) or (phase == "in" and under(src, STAGING)):
+            seen += 1
+            if seen == n:
+                raise error(f"injected at {phase} move {n}")
+        real_replace(src, dst)
+
+    def fsync_tree(root: Path) -> None:
+        if phase == "fsync" and Path(root) == small_home:
+            raise error("injected: the home's sync failed")
+        real_fsync_tree(root)
+
+    monkeypatch.setattr(backup.os, "replace", replace)
+    monkeypatch.setattr(backup, "fsync_tree", fsync_tree)
+    with pytest.raises(error, match="injected"):
+        restore(other_backup, small_home, force=True)
+    monkeypatch.undo()
+    assert tree(small_home) == before  # every file of the home, byte for byte
+    assert leftovers(small_home) == []  # no staging, no aside, no journal
+    assert holds_alice(small_home)
+    report = restore(other_backup, small_home, force=True)  # and it can be retried
+    assert report.replaced
+    assert holds_bob(small_home)
+
+
+# Restores the backup argv[1] into the home argv[2] with force, and SIGKILLs itself just
+# before the argv[4]-th move of the phase argv[3]: "aside" (a home's entry moved aside), "in"
+# (a backup's entry moved in) or "cleanup" (every move done, the old entries being deleted).
+KILLED_RESTORE = """
+import os, re, shutil, signal, sys
+from pathlib import Path
+from agentmem.backup import restore
+
+src, home, phase, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+staging, aside = re.compile(r"\\.restore-[0-9a-f]{8}"), re.compile(r"\\.replaced-[0-9a-f]{8}")
+real_replace, real_rmtree = os.replace, shutil.rmtree
+seen = 0
+
+def under(path, pattern):
+    return any(pattern.fullmatch(part) for part in Path(path).parts)
+
+def reached():
+    global seen
+    seen += 1
+    if seen == n:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+def replace(src, dst):
+    if (phase == "aside" and under(dst, aside)) or (phase == "in" and under(src, staging)):
+        reached()
+    real_replace(src, dst)
+
+def rmtree(path, *args, **kwargs):
+    if phase == "cleanup" and aside.fullmatch(Path(path).name):
+        reached()
+    real_rmtree(path, *args, **kwargs)
+
+os.replace, shutil.rmtree = replace, rmtree
+restore(src, home, force=True)
+print("not killed")
+"""
+
+
+def kill_a_restore(source: Path, home: Path, phase: str, n: int) -> None:
+    done = run_python("-c", KILLED_RESTORE, str(source), str(home), phase, str(n), cwd=ROOT)
+    assert done.returncode == -signal.SIGKILL, (done.returncode, done.stdout, done.stderr)
+
+
+@pytest.mark.parametrize("then", ["recover", "restore again"])
+@pytest.mark.parametrize(
+    ("phase", "n"), [("aside", 1), ("aside", 5), ("in", 1), ("in", 4), ("in", 7), ("cleanup", 1)]
+)
+def test_a_killed_restore_is_refused_at_open_then_settled(
+    small_home: Path, other_backup: Path, phase: str, n: int, then: str
+) -> None:
+    before = tree(small_home)
+    kill_a_restore(other_backup, small_home, phase, n)
+    assert (small_home / MARKER).exists()
+    # Neither store of the half-replaced home opens, however it is opened.
+    with pytest.raises(StoreCorruptedError, match="agentmem restore") as refused:
+        open_service(small_home)
+    assert "unfinished restore" in str(refused.value)
+    with pytest.raises(StoreCorruptedError, match="unfinished restore"):
+        SQLiteSessionStore(small_home / "sessions.db")
+    with pytest.raises(StoreCorruptedError, match="unfinished restore"):
+        QdrantEdgeStore(small_home / "long_term", dimension=DIM)
+    complete = phase == "cleanup"  # killed once every entry of the backup was in place
+    if then == "recover":
+        assert backup.recover_restore(small_home) == ("completed" if complete else "rolled back")
+        assert backup.recover_restore(small_home) is None
+        if complete:
+            assert without_lock(tree(small_home)) == restored_tree(other_backup)
+        else:
+            assert tree(small_home) == before  # the old home, all of it
+        assert leftovers(small_home) == []
+        assert holds_bob(small_home) if complete else holds_alice(small_home)
+    else:
+        report = restore(other_backup, small_home, force=True)
+        assert report.replaced
+        assert without_lock(tree(small_home)) == restored_tree(other_backup)
+        assert leftovers(small_home) == []
+        assert holds_bob(small_home)
+
+
+def test_cli_restore_after_a_killed_one_rolls_it_back_first(
+    small_home: Path, other_backup: Path
+) -> None:
+    before = tree(small_home)
+    kill_a_restore(other_backup, small_home, "in", 2)
+    # Every entry of the home was moved aside: it looks empty, but is not.
+    done = cli("restore", str(other_backup), "--home", str(small_home))
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1
+    assert "an interrupted restore was rolled back first" in done.stderr
+    assert "--force" in done.stderr
+    assert tree(small_home) == before
+    assert leftovers(small_home) == []
+    kill_a_restore(other_backup, small_home, "aside", 3)
+    done = cli("restore", str(other_backup), "--home", str(small_home), "--force")
+    assert done.returncode == 0, done.stderr
+    assert "an interrupted restore into it was rolled back first" in done.stderr
+    assert "replaced the stores that were there" in done.stdout
+    assert leftovers(small_home) == []
+    assert holds_bob(small_home)
+
+
+def test_an_unreadable_restore_journal_is_refused_untouched(
+    small_home: Path, other_backup: Path
+) -> None:
+    (small_home / MARKER).write_text('{"format": "agentmem-restore", "staging": "../../x"}')
+    before = tree(small_home)
+    with pytest.raises(StoreCorruptedError, match="cannot be read"):
+        restore(other_backup, small_home, force=True)
+    with pytest.raises(StoreCorruptedError, match="cannot be read"):
+        backup.recover_restore(small_home)
+    assert tree(small_home) == before

@@ -36,6 +36,7 @@ from agentmem.errors import (
     StoreClosedError,
     StoreError,
 )
+from agentmem.home import check_no_interrupted_restore
 from agentmem.stores import _sqlite_integrity as integrity
 from agentmem.stores.base import (
     StoredMessage,
@@ -158,7 +159,9 @@ class SQLiteSessionStore(SyncSessionStore):
 
     Raises:
         StoreCorruptedError: The file is damaged or is not a SQLite database (nothing is
-            written to it; the message says how to recover).
+            written to it; the message says how to recover), or its directory is a home a
+            restore is replacing, or was interrupted replacing (see
+            :func:`agentmem.home.check_no_interrupted_restore`).
         StoreError: The file cannot be opened, is not an agentmem database, or was written
             by a newer agentmem.
 
@@ -258,9 +261,11 @@ class SQLiteSessionStore(SyncSessionStore):
         return conn
 
     def _check_not_lost(self) -> None:
-        """Refuse a missing or empty file where the identity record says a store was."""
+        """Refuse a missing or empty file where the identity record says a store was, and a
+        file in a home an unfinished restore is replacing."""
         if self._path in _IN_MEMORY:
             return
+        check_no_interrupted_restore(Path(self._path).parent)
         store_id = integrity.read_identity(self._path)
         if store_id is None:
             return

@@ -73,6 +73,7 @@ from agentmem.errors import (
     StoreError,
     StoreLockedError,
 )
+from agentmem.home import check_no_interrupted_restore
 from agentmem.long_term.records import Scope
 from agentmem.long_term.store import DENSE_VECTOR, SPARSE_VECTOR, SparseVector
 from agentmem.stores import points as pt
@@ -147,7 +148,9 @@ class QdrantEdgeStore(MemoryStoreEngine):
     Raises:
         StoreLockedError: Another process (or another open store) holds ``path``.
         DimensionMismatchError: The shard at ``path`` holds vectors of another size.
-        StoreCorruptedError: The shard at ``path`` is damaged (files missing or unreadable).
+        StoreCorruptedError: The shard at ``path`` is damaged (files missing or unreadable),
+            or the home it is in (its parent) is being replaced by a restore that is running
+            or was interrupted (see :func:`agentmem.home.check_no_interrupted_restore`).
     """
 
     def __init__(
@@ -183,6 +186,7 @@ class QdrantEdgeStore(MemoryStoreEngine):
         self._path.mkdir(parents=True, exist_ok=True)
         self._lock_file = _lock(self._path)
         try:
+            check_no_interrupted_restore(self._path.parent)  # a half-replaced home
             _check_current(self._path)  # before anything that would trust it
             self._shard_dir = current_generation(self._path)
             if not self._shard_dir.is_dir():  # before deleting what is not live
