@@ -6,12 +6,21 @@ point counts) and writes nothing. ``--accept-loss`` (``accept_loss=True``) then 
 damaged store from what can still be read:
 
 * **sessions.db** - every row SQLite can still read and whose checksum holds goes into a new
-  database; the rows dropped are listed (session and seq, or state key). The damaged file
-  and its companions are kept beside it as ``sessions.db.damaged-<time>/``.
+  database, written beside the damaged one and on disk before it takes its place; the rows
+  dropped are listed (session and seq, or state key). If an owner record was lost, the
+  sessions left without one are not restored (restored unowned, a session goes to the first
+  user who names it): each is listed with its messages and state. The damaged file and its
+  companions are kept beside it as ``sessions.db.damaged-<time>/``, the withheld sessions
+  included. A repair that fails before the new database is in place (a full disk, an
+  interrupt) leaves the damaged one as it was, and can run again.
 * **long_term/** - a child process loads the damaged generation (a file Edge would abort on
   ends the child, not this process) and copies every point Edge returns into a new
   generation; the lost points are counted per space against the manifest. The damaged
   generation is kept as ``long_term/damaged-<time>/``.
+
+Repair holds the home's lock (``long_term/agentmem.lock``, the one a running service holds)
+from before its first check to the end, so it refuses a home another process has open and
+never moves files from under it.
 
 Restoring a backup (``agentmem restore``) loses nothing since the backup; repair is for when
 there is none.
@@ -65,7 +74,8 @@ class RepairReport:
     Attributes:
         home: The home.
         damaged: One line per damaged store: what is wrong.
-        lost: One line per thing lost (rows, points per space), after ``accept_loss``.
+        lost: One line per thing lost (rows, points per space, sessions withheld because
+            their owner record was lost), after ``accept_loss``.
         kept: One line per store rebuilt: what it kept.
         repaired: Whether anything was rebuilt.
     """
@@ -81,8 +91,9 @@ def repair(home: str | os.PathLike[str], *, accept_loss: bool = False) -> Repair
     """Check the embedded stores of ``home``; with ``accept_loss``, rebuild the damaged ones
     from what can be read (see the module).
 
-    The home's lock (``long_term/agentmem.lock``, the one a running service holds) is taken
-    first and held throughout: nothing is checked or moved while a process has the home open.
+    The home's lock (``long_term/agentmem.lock``, the one a running service holds; created
+    when missing) is taken first and held throughout: nothing is checked or moved while
+    another process has the home open.
 
     Raises:
         StoreLockedError: Another process holds the home (nothing was checked or changed).
@@ -182,12 +193,16 @@ def _withhold_unowned(
                 counts[session] = counts.get(session, 0) + 1
         rows[table] = kept
     return [
-        f"{db}: session {session!r}, {messages.get(session, 0)} messages and "
-        f"{state.get(session, 0)} state values, withheld: its owner record was lost, and "
-        f"restored without one the session would go to the first user who names it (they "
-        f"are kept in {aside})"
+        f"{db}: session {session!r} was not restored ({_count(messages.get(session, 0), 'message')}"
+        f", {_count(state.get(session, 0), 'state value')}): its owner record was lost, and "
+        f"without one the session would go to the first user who names it; it is kept in "
+        f"{aside}"
         for session in sorted(messages.keys() | state.keys())
     ]
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" if n == 1 else f"{n} {what}s"
 
 
 def _build(

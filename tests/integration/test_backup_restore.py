@@ -383,7 +383,8 @@ def test_repair_withholds_a_session_whose_owner_record_was_lost(small_home: Path
     assert "lost: " in done.stdout
     assert "agentmem_owners row ('chat-1') failed its checksum" in done.stdout
     found = re.search(
-        r"lost: .*session 'chat-1', 10 messages .* withheld: its owner record was lost.*",
+        r"lost: .*: session 'chat-1' was not restored \(10 messages, \d+ state values?\): "
+        r"its owner record was lost.*",
         done.stdout,
     )
     assert found, done.stdout
