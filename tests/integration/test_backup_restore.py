@@ -10,17 +10,27 @@ import hashlib
 import os
 import re
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
 import time
+import types
 from pathlib import Path
 
 import pytest
 
 from agentmem import MemoryService, backup
 from agentmem.backup import BACKUP_FILE, restore, verify
-from agentmem.errors import ConfigurationError, StoreCorruptedError, StoreLockedError
+from agentmem.controller.ownership import SessionOwners
+from agentmem.errors import (
+    ConfigurationError,
+    SessionOwnershipError,
+    StoreCorruptedError,
+    StoreError,
+    StoreLockedError,
+)
+from agentmem.home import RESTORE_MARKER
 from agentmem.long_term.records import RecordFilter, Scope
 from agentmem.repair import repair
 from agentmem.stores.qdrant.edge import LOCK_FILE, QdrantEdgeStore
@@ -34,6 +44,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DIM = 64
 WRITERS = 4
 HISTORY = RecordFilter(include_history=True)
+EMPTY = hashlib.sha256(b"").hexdigest()
 LIKES = ("green tea", "the Rust compiler", "hiking in Norway", "modal jazz", "tabs")
 
 
@@ -342,6 +353,119 @@ def test_repair_reports_what_was_lost_and_keeps_the_rest(small_home: Path) -> No
     assert repair(small_home).damaged == []
 
 
+def alter_row(db: Path, table: str, where: str) -> None:
+    """Change a row's checksum on disk, as a flipped bit would: the row fails its check."""
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute(f"UPDATE {table} SET crc = crc + 1 WHERE {where}")
+    conn.close()
+
+
+def test_repair_refuses_a_home_a_restore_left_half_replaced(small_home: Path) -> None:
+    (small_home / RESTORE_MARKER).write_text("{}")
+    before = sorted(p.relative_to(small_home) for p in small_home.rglob("*"))
+    with pytest.raises(StoreCorruptedError, match="restore"):
+        repair(small_home, accept_loss=True)
+    assert sorted(p.relative_to(small_home) for p in small_home.rglob("*")) == before
+
+
+def test_repair_refuses_a_home_a_running_service_holds(small_home: Path) -> None:
+    service = open_service(small_home)
+    try:
+        alter_row(small_home / "sessions.db", "agentmem_messages", "seq = 3")
+        before = tree(small_home)
+        with pytest.raises(StoreLockedError, match=re.escape(f"{small_home} is in use")):
+            repair(small_home, accept_loss=True)
+        assert tree(small_home) == before  # nothing checked, moved or rebuilt
+        # The service's later turns still reach the home's database.
+        service.manager("alice", "chat-1").process_interaction("after repair", "still here")
+    finally:
+        service.close()
+    assert repair(small_home, accept_loss=True).repaired  # once the service is gone
+    with SQLiteSessionStore(small_home / "sessions.db") as store:
+        texts = [m.message.content for m in store.read("chat-1")]
+    assert len(texts) == 11
+    assert texts[-2:] == ["after repair", "still here"]
+
+
+class _FullDisk(sqlite3.Connection):
+    def executemany(self, *args: object) -> sqlite3.Cursor:
+        raise sqlite3.OperationalError("database or disk is full")
+
+
+class _Interrupted(sqlite3.Connection):
+    def executemany(self, *args: object) -> sqlite3.Cursor:
+        raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize(
+    ("connection", "raised"), [(_FullDisk, StoreError), (_Interrupted, KeyboardInterrupt)]
+)
+def test_a_repair_that_fails_midway_leaves_the_damaged_database_in_place(
+    small_home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    connection: type[sqlite3.Connection],
+    raised: type[BaseException],
+) -> None:
+    import agentmem.repair as repair_module
+
+    alter_row(small_home / "sessions.db", "agentmem_messages", "seq = 3")
+    before = tree(small_home)
+    failing = types.SimpleNamespace(**vars(sqlite3))  # for repair's own connections only
+    failing.connect = lambda *a, **k: sqlite3.connect(*a, factory=connection, **k)
+    with monkeypatch.context() as patched:
+        patched.setattr(repair_module, "sqlite3", failing)
+        with pytest.raises(raised) as caught:
+            repair(small_home, accept_loss=True)
+    if raised is StoreError:
+        assert "the damaged database is still in place" in str(caught.value)
+        assert isinstance(caught.value.__cause__, sqlite3.OperationalError)
+    # No empty store, no temporary file left behind (reading the damaged file may leave
+    # SQLite's empty -wal and -shm files beside it).
+    after = tree(small_home)
+    assert after.pop("sessions.db-wal", EMPTY) == EMPTY
+    after.pop("sessions.db-shm", None)
+    assert after == before
+    # The home is still found damaged, so repair can run again, and keeps what it can.
+    assert repair(small_home).damaged
+    report = repair(small_home, accept_loss=True)
+    assert report.lost == [
+        f"{small_home / 'sessions.db'}: agentmem_messages row ('chat-1', 3) failed its checksum"
+    ]
+    assert repair(small_home).damaged == []
+    with SQLiteSessionStore(small_home / "sessions.db") as store:
+        assert store.count("chat-1") == 9
+
+
+def test_repair_withholds_a_session_whose_owner_record_was_lost(small_home: Path) -> None:
+    with open_service(small_home) as service:
+        service.manager("bob", "chat-2").process_interaction("bob's question", "bob's answer")
+    alter_row(small_home / "sessions.db", "agentmem_owners", "session_id = 'chat-1'")
+    done = cli("repair", "--accept-loss", "--home", str(small_home))
+    assert done.returncode == 0, done.stderr
+    assert "lost: " in done.stdout
+    assert "agentmem_owners row ('chat-1') failed its checksum" in done.stdout
+    found = re.search(
+        r"lost: .*: session 'chat-1' was not restored \(10 messages, \d+ state values?\): "
+        r"its owner record was lost.*",
+        done.stdout,
+    )
+    assert found, done.stdout
+    (aside,) = small_home.glob("sessions.db.damaged-*")
+    assert str(aside) in found.group(0)
+    with open_service(small_home) as service:
+        # bob names alice's session: it is not hers any more, but nothing of hers is in it.
+        SessionOwners(service.sessions).check("chat-1", ("bob", None))
+        assert service.sessions.read("chat-1") == []
+        # A session whose owner record held is kept, and stays its owner's.
+        assert service.sessions.count("chat-2") == 2
+        with pytest.raises(SessionOwnershipError):
+            SessionOwners(service.sessions).check("chat-2", ("alice", None))
+    # The withheld messages are still in the damaged copy kept aside.
+    with SQLiteSessionStore(aside / "sessions.db") as damaged:
+        assert [m.message.content for m in damaged.read("chat-1")][:2] == ["question 0", "answer 0"]
+
+
 def test_a_store_written_before_the_manifest_gets_one(small_home: Path) -> None:
     manifest = small_home / "long_term" / "agentmem-manifest.json"
     manifest.unlink()  # as a store made by an earlier agentmem
@@ -355,8 +479,6 @@ def test_a_store_written_before_the_manifest_gets_one(small_home: Path) -> None:
 
 
 def test_sqlite_schema_2_files_migrate_with_checksums(tmp_path: Path) -> None:
-    import sqlite3
-
     path = tmp_path / "sessions.db"
     with SQLiteSessionStore(path) as store:
         from agentmem.types import Message

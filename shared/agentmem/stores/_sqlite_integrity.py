@@ -35,6 +35,7 @@ __all__ = [
     "check_integrity",
     "corrupted",
     "identity_path",
+    "identity_record",
     "is_corruption",
     "lost",
     "read_identity",
@@ -151,15 +152,24 @@ def read_identity(path: str) -> str | None:
     return store_id if isinstance(store_id, str) and store_id else None
 
 
+def identity_record(store_id: str) -> str:
+    """The text of the identity record of store ``store_id``.
+
+    Example:
+        >>> identity_record("0f3a")
+        '{"format": "agentmem-session-store", "store_id": "0f3a"}'
+    """
+    return json.dumps({"format": "agentmem-session-store", "store_id": store_id})
+
+
 def write_identity(path: str, store_id: str) -> None:
     """Write the identity record beside ``path`` atomically (idempotent)."""
     if read_identity(path) == store_id:
         return
     target = identity_path(path)
     tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
-    record = {"format": "agentmem-session-store", "store_id": store_id}
     try:
-        tmp.write_text(json.dumps(record), encoding="utf-8")
+        tmp.write_text(identity_record(store_id), encoding="utf-8")
         os.replace(tmp, target)
     except OSError:
         # Best effort: the database itself is sound; the record only guards against its loss.

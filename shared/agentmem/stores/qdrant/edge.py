@@ -114,7 +114,7 @@ from agentmem.stores.qdrant._edge_shard import (
     shard_schema,
 )
 
-__all__ = ["AutoIndex", "QdrantEdgeStore", "create_shard"]
+__all__ = ["AutoIndex", "QdrantEdgeStore", "create_shard", "holding_lock"]
 
 T = TypeVar("T")
 
@@ -184,7 +184,7 @@ class QdrantEdgeStore(MemoryStoreEngine):
         self._manifest: manifests.Manifest | None = None  # as last written (or verified)
         self._stamps: manifests.Stamps | None = None  # its files when it was checked
         self._path.mkdir(parents=True, exist_ok=True)
-        self._lock_file = _lock(self._path)
+        self._lock_file = None if _held_here(self._path) else _lock(self._path)
         try:
             check_no_interrupted_restore(self._path.parent)  # a half-replaced home
             _check_current(self._path)  # before anything that would trust it
@@ -936,6 +936,53 @@ def _stored_config(config_path: Path) -> tuple[dict[str, Any], int]:
         raise ConfigurationError(msg) from None
 
 
+#: Store directories whose lock this thread holds through :func:`holding_lock`.
+_held = threading.local()
+
+
+@contextlib.contextmanager
+def holding_lock(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Hold the lock of the store directory ``path`` meanwhile (creating the directory and
+    its lock file), for work on its files while no other process may open it (``agentmem
+    repair``); yields the lock file.
+
+    A :class:`QdrantEdgeStore` that this thread opens at ``path`` meanwhile shares the hold
+    instead of taking the lock again (``flock`` belongs to one open file description, so a
+    second open of the lock file would be refused, even in this process); close it before
+    the hold ends.
+
+    Raises:
+        StoreLockedError: Another process (or an open store object) holds ``path``; nothing
+            is held.
+
+    Example:
+        >>> import tempfile
+        >>> with holding_lock(tempfile.mkdtemp()) as lock:
+        ...     lock.name
+        'agentmem.lock'
+    """
+    directory = Path(path)
+    directory.mkdir(parents=True, exist_ok=True)
+    key = directory.resolve()
+    held: set[Path] = _held.__dict__.setdefault("paths", set())
+    if key in held:
+        msg = f"this thread already holds the lock of {directory}"
+        raise StoreLockedError(msg)
+    handle = _lock(directory)
+    held.add(key)
+    try:
+        yield directory / LOCK_FILE
+    finally:
+        held.discard(key)
+        _unlock(handle)
+
+
+def _held_here(path: Path) -> bool:
+    """Whether this thread holds the lock of ``path`` (see :func:`holding_lock`)."""
+    held: set[Path] = _held.__dict__.get("paths", set())
+    return bool(held) and path.resolve() in held
+
+
 def _lock(path: Path) -> IO[bytes]:
     handle = (path / LOCK_FILE).open("ab")
     try:
@@ -954,7 +1001,9 @@ def _lock(path: Path) -> IO[bytes]:
     return handle
 
 
-def _unlock(handle: IO[bytes]) -> None:
+def _unlock(handle: IO[bytes] | None) -> None:
+    if handle is None:  # the lock is held by holding_lock, which releases it
+        return
     with contextlib.suppress(OSError):
         fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
     handle.close()
