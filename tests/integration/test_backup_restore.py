@@ -98,7 +98,6 @@ def other_backup(tmp_path: Path) -> Path:
 # A restore's staging copy of the backup, and the directory the home's entries go aside into.
 STAGING = re.compile(r"\.restore-[0-9a-f]{8}")
 ASIDE = re.compile(r"\.replaced-[0-9a-f]{8}")
-MARKER = ".restore-in-progress.json"
 
 
 def under(path: str | os.PathLike[str], pattern: re.Pattern[str]) -> bool:
@@ -110,20 +109,19 @@ def leftovers(home: Path) -> list[str]:
     return sorted(p.name for p in home.iterdir() if p.name.startswith("."))
 
 
-def holds_alice(home: Path) -> bool:
-    with open_service(home) as service:
-        assert service.sessions.count("chat-b") == 0
-        assert service.sessions.count("chat-1") == 10
-        assert len(service.long_term("alice").all_records()) == 5
-        return len(service.long_term("bob").all_records()) == 0
+#: Each user's session, its messages and the user's memories in the two homes.
+HELD = {"alice": ("chat-1", 10, 5), "bob": ("chat-b", 2, 3)}
 
 
-def holds_bob(home: Path) -> bool:
+def holds(home: Path, user: str) -> bool:
+    """Whether ``home`` holds ``user``'s session and memories and none of the other's."""
+    (other,) = set(HELD) - {user}
+    session, messages, memories = HELD[user]
     with open_service(home) as service:
-        assert service.sessions.count("chat-1") == 0
-        assert service.sessions.count("chat-b") == 2
-        assert len(service.long_term("bob").all_records()) == 3
-        return len(service.long_term("alice").all_records()) == 0
+        assert service.sessions.count(HELD[other][0]) == 0
+        assert service.sessions.count(session) == messages
+        assert len(service.long_term(user).all_records()) == memories
+        return len(service.long_term(other).all_records()) == 0
 
 
 def restored_tree(source: Path) -> dict[str, str]:
@@ -543,10 +541,10 @@ def test_a_failed_swap_puts_the_home_back(
     monkeypatch.undo()
     assert tree(small_home) == before  # every file of the home, byte for byte
     assert leftovers(small_home) == []  # no staging, no aside, no journal
-    assert holds_alice(small_home)
+    assert holds(small_home, "alice")
     report = restore(other_backup, small_home, force=True)  # and it can be retried
     assert report.replaced
-    assert holds_bob(small_home)
+    assert holds(small_home, "bob")
 
 
 # Restores the backup argv[1] into the home argv[2] with force, and SIGKILLs itself just
@@ -601,7 +599,7 @@ def test_a_killed_restore_is_refused_at_open_then_settled(
 ) -> None:
     before = tree(small_home)
     kill_a_restore(other_backup, small_home, phase, n)
-    assert (small_home / MARKER).exists()
+    assert (small_home / RESTORE_MARKER).exists()
     # Neither store of the half-replaced home opens, however it is opened.
     with pytest.raises(StoreCorruptedError, match="agentmem restore") as refused:
         open_service(small_home)
@@ -619,13 +617,13 @@ def test_a_killed_restore_is_refused_at_open_then_settled(
         else:
             assert tree(small_home) == before  # the old home, all of it
         assert leftovers(small_home) == []
-        assert holds_bob(small_home) if complete else holds_alice(small_home)
+        assert holds(small_home, "bob") if complete else holds(small_home, "alice")
     else:
         report = restore(other_backup, small_home, force=True)
         assert report.replaced
         assert without_lock(tree(small_home)) == restored_tree(other_backup)
         assert leftovers(small_home) == []
-        assert holds_bob(small_home)
+        assert holds(small_home, "bob")
 
 
 def test_cli_restore_after_a_killed_one_rolls_it_back_first(
@@ -647,13 +645,13 @@ def test_cli_restore_after_a_killed_one_rolls_it_back_first(
     assert "an interrupted restore into it was rolled back first" in done.stderr
     assert "replaced the stores that were there" in done.stdout
     assert leftovers(small_home) == []
-    assert holds_bob(small_home)
+    assert holds(small_home, "bob")
 
 
 def test_an_unreadable_restore_journal_is_refused_untouched(
     small_home: Path, other_backup: Path
 ) -> None:
-    (small_home / MARKER).write_text('{"format": "agentmem-restore", "staging": "../../x"}')
+    (small_home / RESTORE_MARKER).write_text('{"format": "agentmem-restore", "staging": "../../x"}')
     before = tree(small_home)
     with pytest.raises(StoreCorruptedError, match="cannot be read"):
         restore(other_backup, small_home, force=True)
