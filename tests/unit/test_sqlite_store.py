@@ -187,3 +187,37 @@ def test_unreadable_stored_message_is_reported(db: Path) -> None:
         conn.close()
         with pytest.raises(StoreError, match=r"message 1 of session 's1'.*unreadable"):
             store.read("s1")
+
+
+class _FullDisk(sqlite3.Connection):
+    """A copy whose last step fails as on a full disk (after the pages were written)."""
+
+    def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
+        if sql.startswith("PRAGMA journal_mode"):
+            raise sqlite3.OperationalError("database or disk is full")
+        return super().execute(sql, *args)
+
+
+def test_a_failed_backup_leaves_nothing_and_can_be_retried(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = SQLiteSessionStore(tmp_path / "sessions.db")
+    store.append("s1", [Message(role="user", content="hi")])
+    out = tmp_path / "backup"
+    out.mkdir()
+    real = sqlite3.connect
+
+    def connect(path: Any, *args: Any, **kwargs: Any) -> sqlite3.Connection:
+        if str(path).startswith(str(out)):
+            kwargs["factory"] = _FullDisk
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(sqlite3, "connect", connect)
+    with pytest.raises(StoreError, match="could not back up") as info:
+        store.backup_to(out / "sessions.db")
+    assert isinstance(info.value.__cause__, sqlite3.OperationalError)
+    assert list(out.iterdir()) == []  # no partial copy, no identity record
+    monkeypatch.undo()
+    store.backup_to(out / "sessions.db")  # the path is free for another try
+    assert SQLiteSessionStore(out / "sessions.db").count("s1") == 1
+    store.close()

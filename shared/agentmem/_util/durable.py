@@ -14,12 +14,17 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["fsync_dir", "replace_durably"]
+__all__ = ["fsync_dir", "fsync_file", "replace_durably"]
 
 
 def fsync_dir(directory: Path) -> None:
     """fsync ``directory`` itself, so that the names created or replaced in it persist."""
-    fd = os.open(directory, os.O_RDONLY)
+    fsync_file(directory)
+
+
+def fsync_file(path: str | os.PathLike[str]) -> None:
+    """fsync the file (or directory) at ``path``: what was written to it is on disk."""
+    fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:

@@ -30,6 +30,7 @@ from pydantic import ValidationError
 from typing_extensions import TypedDict, Unpack
 
 from agentmem._util.checks import check_seconds
+from agentmem._util.durable import fsync_dir, fsync_file
 from agentmem._util.session_ids import validate_session_id
 from agentmem.errors import (
     ConfigurationError,
@@ -680,6 +681,10 @@ class SQLiteSessionStore(SyncSessionStore):
         identity record beside it. Other threads wait for the copy; other processes may
         go on reading.
 
+        Raises:
+            ConfigurationError: ``dest`` exists.
+            StoreError: The copy failed (a full disk, say); nothing is left at ``dest``.
+
         Example:
             >>> import tempfile, pathlib
             >>> from agentmem.types import Message
@@ -694,15 +699,29 @@ class SQLiteSessionStore(SyncSessionStore):
         if os.path.exists(target):
             msg = f"{target!r} exists; a backup of the session database goes to a new file"
             raise ConfigurationError(msg)
-        copy = sqlite3.connect(target)
+        partial = f"{target}.partial"  # renamed to ``target`` once complete and on disk
         try:
-            with self._read("back up the session database") as conn:
-                conn.backup(copy)
-            copy.execute("PRAGMA journal_mode = DELETE")  # one self-contained file
-        finally:
-            copy.close()
-        if self.store_id:
-            integrity.write_identity(target, self.store_id)
+            _remove(partial)  # left by a copy that failed before this one
+            copy = sqlite3.connect(partial)
+            try:
+                with self._read("back up the session database") as conn:
+                    conn.backup(copy)
+                copy.execute("PRAGMA journal_mode = DELETE")  # one self-contained file
+            finally:
+                copy.close()
+            fsync_file(partial)
+            if self.store_id:
+                integrity.write_identity(target, self.store_id)
+            os.replace(partial, target)
+            fsync_dir(Path(target).parent)
+        except BaseException as exc:
+            _remove(partial)
+            if not os.path.exists(target):
+                _remove(str(integrity.identity_path(target)))
+            if isinstance(exc, (sqlite3.Error, OSError)):
+                msg = f"could not back up the session database to {target!r}: {exc}"
+                raise StoreError(msg) from exc
+            raise
 
     def verify_all(self) -> tuple[int, int]:
         """Read every message, state and owner row and check its checksum; returns the
@@ -752,3 +771,9 @@ def _rollback(conn: sqlite3.Connection) -> None:
     if conn.in_transaction:
         with suppress(sqlite3.Error):
             conn.execute("ROLLBACK")
+
+
+def _remove(path: str) -> None:
+    """Delete the file at ``path`` if it is there."""
+    with suppress(FileNotFoundError):
+        os.unlink(path)
