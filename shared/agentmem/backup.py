@@ -231,7 +231,9 @@ def restore(
 
     Checks, in this order, before anything is written: ``src`` is a backup and every file
     in it is intact; no process holds ``home``; ``home`` holds no stores (unless ``force``:
-    they are then replaced, their -wal/-shm files included).
+    they are then replaced, their -wal/-shm files included). Only the files the backup
+    lists are restored: any other file found beside them (a stray ``sessions.db-wal`` that
+    SQLite would replay into the restored database, say) is left out, with a warning.
 
     A restore into ``home`` that was interrupted (killed during its swap) is settled first,
     as :func:`recover_restore` does: the stores it was replacing are put back (with a
@@ -352,8 +354,23 @@ def _swap_in(source: Path, root: Path) -> tuple[int, int]:
     (the home's store lock held); on any exception the home is put back as it was."""
     token = uuid.uuid4().hex[:8]
     staging, aside = root / f"{_STAGING_PREFIX}{token}", root / f"{_ASIDE_PREFIX}{token}"
+    listed = set(_read_backup_file(source)["files"])
+
+    def unlisted(path: Path) -> bool:  # a file the backup does not vouch for: not restored
+        if path.is_dir() and not path.is_symlink():
+            return False
+        return path.relative_to(source).as_posix() not in listed
+
+    stray = [str(p.relative_to(source)) for p in source.rglob("*") if unlisted(p)]
+    if set(stray) - {BACKUP_FILE}:
+        logger.warning(
+            "restore of %s skips the files its %s does not list: %s",
+            source,
+            BACKUP_FILE,
+            ", ".join(sorted(set(stray) - {BACKUP_FILE})),
+        )
     try:
-        files, data = copy_tree(source, staging, skip=lambda p: p.name == BACKUP_FILE)
+        files, data = copy_tree(source, staging, skip=unlisted)
         (staging / _LONG_TERM).mkdir(exist_ok=True)
         fsync_tree(staging)
     except BaseException:

@@ -244,6 +244,23 @@ def test_cli_backup_and_restore_round_trip(small_home: Path, tmp_path: Path) -> 
         assert service.sessions.count("chat-1") == 10
 
 
+def test_restore_leaves_out_files_the_backup_does_not_list(
+    small_home: Path, other_backup: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Files found beside a backup's own (dropped there later) are not vouched for by its
+    # checksums: a stray -wal would be replayed into the restored database.
+    (other_backup / "sessions.db-wal").write_bytes(b"not from the backup")
+    (other_backup / "long_term" / "stray.bin").write_bytes(b"\x00" * 10)
+    restore(other_backup, small_home, force=True)
+    assert not (small_home / "sessions.db-wal").exists() or (
+        (small_home / "sessions.db-wal").read_bytes() != b"not from the backup"
+    )
+    assert not (small_home / "long_term" / "stray.bin").exists()
+    assert "stray.bin" in caplog.text
+    assert "sessions.db-wal" in caplog.text
+    assert holds(small_home, "bob")
+
+
 def test_restore_refuses_a_source_that_is_not_a_backup(small_home: Path, tmp_path: Path) -> None:
     target = tmp_path / "target"
     with pytest.raises(ConfigurationError, match="not an agentmem backup"):
