@@ -501,6 +501,15 @@ def test_a_child_forked_while_the_default_embedder_is_made_gets_one() -> None:
     assert code == 0
 
 
+@needs_fork
+@forks_threads
+def test_a_child_forked_during_a_cache_lookup_can_embed() -> None:
+    emb, _ = cached()
+    with emb._lock:  # another thread is in a lookup
+        code = exit_code_of_forked(lambda: len(emb.embed_query("child")) == 16)
+    assert code == 0  # 3: the child's lookup waited for the lock of the parent's
+
+
 def test_isinstance_check_never_calls_the_model() -> None:
     class Exploding(DeterministicFakeEmbedding):
         def embed_query(self, text: str) -> list[float]:

@@ -45,16 +45,15 @@ Example:
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 import time
-import weakref
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from agentmem._util.checks import check_non_negative_int, check_positive_int, check_seconds
+from agentmem._util.forking import reset_after_fork
 
 __all__ = [
     "BATCH_WINDOW_S",
@@ -98,17 +97,6 @@ class _Request:
 
 # (request, start, end): texts[start:end] of a request, in one pass.
 _Piece = tuple[_Request, int, int]
-
-_WORKERS: weakref.WeakSet[BatchWorker] = weakref.WeakSet()
-
-
-def _reset_after_fork() -> None:
-    for worker in list(_WORKERS):
-        worker._reset()
-
-
-if hasattr(os, "register_at_fork"):  # POSIX; registered once for every worker
-    os.register_at_fork(after_in_child=_reset_after_fork)
 
 
 class BatchWorker:
@@ -165,7 +153,7 @@ class BatchWorker:
         """Requests in flight when the last pass started (in it or waiting for the next);
         with more than one, a request that finds the worker idle waits for company."""
         self._reset()
-        _WORKERS.add(self)
+        reset_after_fork(self, BatchWorker._reset)
 
     def _reset(self) -> None:
         """Fresh state: at construction, and in a forked child (whose copy of the parent's

@@ -26,6 +26,7 @@ import numpy.typing as npt
 from agentmem._sansio import Program, async_twin, call, twin
 from agentmem._util.checks import check_positive_int
 from agentmem._util.delegate import ReadOnlyDelegate
+from agentmem._util.forking import reset_after_fork
 from agentmem.embeddings.base import Embedder, validate_text, validate_texts
 from agentmem.errors import ConfigurationError
 
@@ -131,9 +132,15 @@ class CachedEmbedder:
         self.max_bytes = check_positive_int(max_bytes, "max_bytes")
         self._entries: OrderedDict[bytes, _Vector] = OrderedDict()
         self._bytes = 0
-        self._lock = threading.Lock()
+        self._reset_lock()
+        reset_after_fork(self, CachedEmbedder._reset_lock)
         self._hits = 0
         self._misses = 0
+
+    def _reset_lock(self) -> None:
+        """A fresh lock: at construction, and in a forked child (whose copy of the
+        parent's may be held by a thread that does not exist there)."""
+        self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         return (

@@ -32,13 +32,13 @@ import logging
 import os
 import re
 import threading
-import weakref
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from agentmem._util.checks import check_positive_int
 from agentmem._util.executor import run_in_executor
+from agentmem._util.forking import reset_after_fork
 from agentmem.embeddings.base import validate_text, validate_texts
 from agentmem.embeddings.batching import BatchWorker
 from agentmem.errors import ConfigurationError, InvalidValueError
@@ -152,22 +152,16 @@ def _set_torch_threads(requested: int | None) -> None:
         logger.debug("torch intra-op threads set to %d", threads)
 
 
-# Every embedder, for a forked child: its copies of the embedders' locks and of this
-# module's may be held by a thread that does not exist there (a load, a forward pass or a
-# default_embedder() call in progress at the fork).
-_EMBEDDERS: weakref.WeakSet[SentenceTransformerEmbedder] = weakref.WeakSet()
-
-
-def _reset_locks_after_fork() -> None:
+def _reset_module_locks() -> None:
+    """In a forked child: this module's locks may be held by a thread that does not exist
+    there (a load or a default_embedder() call in progress at the fork)."""
     global _QUIET_LOCK, _DEFAULTS_LOCK
     _QUIET_LOCK = threading.Lock()
     _DEFAULTS_LOCK = threading.Lock()
-    for embedder in list(_EMBEDDERS):
-        embedder._reset_locks()
 
 
-if hasattr(os, "register_at_fork"):  # POSIX; registered once for every embedder
-    os.register_at_fork(after_in_child=_reset_locks_after_fork)
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_reset_module_locks)
 
 
 def _default_model_dir() -> Path:
@@ -279,7 +273,7 @@ class SentenceTransformerEmbedder:
         self._model: Any = None
         self._computed_sha256: str | None = None
         self._reset_locks()
-        _EMBEDDERS.add(self)
+        reset_after_fork(self, SentenceTransformerEmbedder._reset_locks)
         self._worker = BatchWorker(
             self._forward,
             max_batch=batch_size,
