@@ -412,7 +412,15 @@ def _swap_in(source: Path, root: Path) -> tuple[int, int]:
                 RESTORE_MARKER,
             )
         raise
-    _finish(root, journal)
+    try:
+        _finish(root, journal)
+    except Exception:  # the swap is complete and journaled: the next restore cleans up
+        logger.warning(
+            "%s: restored, but removing what the swap replaced failed; the next `agentmem "
+            "restore` (or agentmem.backup.recover_restore) removes it",
+            root,
+            exc_info=True,
+        )
     return files, data
 
 

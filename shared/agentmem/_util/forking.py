@@ -33,17 +33,19 @@ T = TypeVar("T")
 
 # id(object) -> (a weak reference to it, its reset); an entry goes with its object.
 _REGISTERED: dict[int, tuple[weakref.ref[Any], Callable[[Any], None]]] = {}
-_GUARD = threading.Lock()
+# Reentrant: a garbage collection started by an allocation made under it can free a
+# registered object, whose callback then takes it again in the same thread.
+_GUARD = threading.RLock()
 
 
 def reset_after_fork(obj: T, reset: Callable[[T], None]) -> None:
     """Call ``reset(obj)`` in a forked child, right after the fork, while ``obj`` lives."""
     key = id(obj)
 
-    def forget(_: weakref.ref[Any]) -> None:
+    def forget(ref: weakref.ref[Any]) -> None:
         with _GUARD:
             entry = _REGISTERED.get(key)
-            if entry is not None and entry[0]() is None:
+            if entry is not None and entry[0] is ref:  # not a newer object at that id
                 del _REGISTERED[key]
 
     with _GUARD:
@@ -52,7 +54,7 @@ def reset_after_fork(obj: T, reset: Callable[[T], None]) -> None:
 
 def _after_fork_in_child() -> None:
     global _GUARD
-    _GUARD = threading.Lock()  # the parent's may have been held too
+    _GUARD = threading.RLock()  # the parent's may have been held too
     for ref, reset in list(_REGISTERED.values()):
         obj = ref()
         if obj is not None:
