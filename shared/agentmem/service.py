@@ -102,19 +102,33 @@ class _Sharings:
     A cached handle was checked against its session's owner record at one of these
     generations: once the session is shared anew (a member may have been dropped), a handle
     checked before is neither cached nor handed out again without a new check.
+
+    The counts of at most ``max_sessions`` sessions shared most recently are kept; forgetting
+    older ones moves every session to a new epoch (a generation is the pair), so a handle
+    checked before is checked again rather than matched against a count started anew: a
+    service that shares sessions for months holds a bounded table.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, max_sessions: int = 65_536) -> None:
         self._lock = threading.Lock()
-        self._changes: dict[str, int] = {}
+        self._max_sessions = max_sessions
+        self._epoch = 0
+        self._changes: OrderedDict[str, int] = OrderedDict()
 
-    def generation(self, session_id: str) -> int:
+    def generation(self, session_id: str) -> tuple[int, int]:
         with self._lock:
-            return self._changes.get(session_id, 0)
+            return self._epoch, self._changes.get(session_id, 0)
 
     def changed(self, session_id: str) -> None:
         with self._lock:
             self._changes[session_id] = self._changes.get(session_id, 0) + 1
+            self._changes.move_to_end(session_id)
+            if len(self._changes) > self._max_sessions:
+                # The older half at once: a new epoch (every cached handle checked again
+                # once) per max_sessions / 2 new sessions, not per share.
+                for _ in range(len(self._changes) // 2):
+                    self._changes.popitem(last=False)
+                self._epoch += 1
 
 
 @dataclass(frozen=True)
@@ -221,9 +235,9 @@ class MemoryService:
             queue=shared.consolidation,
         )
         # Each handle with the generation of its session's sharing it was checked at.
-        self._handles: OrderedDict[tuple[str, str, str | None], tuple[MemoryManager, int]] = (
-            OrderedDict()
-        )
+        self._handles: OrderedDict[
+            tuple[str, str, str | None], tuple[MemoryManager, tuple[int, int]]
+        ] = OrderedDict()
         self._lock = threading.Lock()
         self._closed = False
 

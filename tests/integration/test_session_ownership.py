@@ -293,6 +293,31 @@ def test_a_dropped_member_gets_no_handle_from_a_copy_of_the_service(
     assert quiet.manager("bob", session).session_id == session
 
 
+def test_a_forgotten_sharing_count_never_revives_a_dropped_members_handle(
+    deployment: Deployment,
+) -> None:
+    """The table of sharing counts is bounded: once it forgets a session, the count that
+    starts anew must not match the one a handle cached in a copy was checked at."""
+    service = deployment.service
+    sharings = service._shared.sharings
+    sharings._max_sessions = 2
+    session = f"team-{uuid.uuid4().hex[:8]}"
+    service.manager("alice", session)
+    service.share_session(session, owner="alice", members=["bob"])  # count 1
+    quiet = service.with_settings(consolidate_every_tokens=None)
+    quiet.manager("bob", session)  # cached in the copy at count 1
+    service.share_session(session, owner="alice", members=[])  # count 2: Bob dropped
+    for i in range(3):  # the table overflows and forgets the session's count
+        other = f"other-{i}-{uuid.uuid4().hex[:8]}"
+        service.manager("alice", other)
+        service.share_session(other, owner="alice", members=["carol"])
+    assert len(sharings._changes) <= 2
+    service.share_session(session, owner="alice", members=["carol"])  # count 1 again
+    with pytest.raises(SessionOwnershipError):
+        quiet.manager("bob", session)
+    assert quiet.manager("carol", session).session_id == session
+
+
 def test_owner_keys_of_colliding_joined_ids_are_distinct(deployment: Deployment) -> None:
     """User "a:b" and user "a" with agent "b:-" had one joined key, so one watermark: the
     second user's consolidation wrote nothing."""
