@@ -28,6 +28,11 @@ round's model calls (which is what is measured) and never during another system'
 with it: the time spent waiting after the rounds ("drain s") and how many turns were in
 long-term memory at the end ("consolidated"; an explicit ``consolidate()`` takes the rest).
 
+Every question is new: its text names the user, the turn, the system, the mode and the
+number at once, so no call finds its query embedding cached by an earlier identical question
+(every service in a process shares the default embedder and its cache): each call pays its
+query embedding, as a new question from a user does.
+
 Checked in the same run: every request the model saw holds no other user's memory (each user
 has a unique seeded fact), and every turn is in its session exactly once.
 Reported: per-call p50/p95 ms (ours, baseline, overhead), turns/s, peak RSS, and for each
@@ -62,8 +67,12 @@ def fact(user: str) -> str:
     return f"{user} collects {user[::-1]}-brand fountain pens"
 
 
-def question(user: str, turn: int) -> str:
-    return f"I am {user}. Which pens do I collect? Question {turn} of today."
+def question(user: str, turn: int, tag: str, mode: str, threads: int) -> str:
+    """New text for every user, turn, system, mode and level: no call finds its query
+    embedding cached by an earlier one (every service in the process shares the default
+    embedder, hence its cache)."""
+    run = f"{tag}, {mode} x{threads}"
+    return f"I am {user}. Which pens do I collect? Question {turn} of today ({run})."
 
 
 # The memory systems timed against the baseline: label, thread-id suffix, and the
@@ -134,7 +143,9 @@ def drive(agent: Any, users: list[str], turns: range, mode: str, threads: int, t
     """Run these turns of every user (thread ``{user}-{tag}``); return the wall time in s."""
 
     def payload(user: str, turn: int) -> tuple[dict[str, Any], dict[str, Any]]:
-        inputs = {"messages": [{"role": "user", "content": question(user, turn)}]}
+        inputs = {
+            "messages": [{"role": "user", "content": question(user, turn, tag, mode, threads)}]
+        }
         thread = {"configurable": {"thread_id": f"{user}-{tag}"}}
         return inputs, {"context": Ctx(user_id=user), "config": thread}
 
@@ -165,7 +176,12 @@ def drive(agent: Any, users: list[str], turns: range, mode: str, threads: int, t
 
 
 def check(
-    service: Any, users: list[str], turns: int, seen: list[list[Any]], tag: str
+    service: Any,
+    users: list[str],
+    turns: int,
+    seen: list[list[Any]],
+    tag: str,
+    run: tuple[str, int],
 ) -> dict[str, int]:
     leaks = 0
     for request in seen:
@@ -178,7 +194,7 @@ def check(
         log_ = manager.short_term.get_log()
         asked = [m.content for m in log_ if m.role == "user"]
         for turn in range(turns):
-            n = asked.count(question(user, turn))
+            n = asked.count(question(user, turn, tag, *run))
             lost += n == 0
             duplicated += max(0, n - 1)
         # What an explicit run still finds: messages the background never consolidated.
@@ -234,7 +250,10 @@ def run_mode(args: argparse.Namespace, mode: str, threads: int) -> list[dict[str
                 "threads": threads,
                 **row_of(mode, system, timings, wall[tag], base_timings, args),
             }
-            row |= {"drain s": drain[tag], **check(views[tag], users, args.turns, seen, tag)}
+            row |= {
+                "drain s": drain[tag],
+                **check(views[tag], users, args.turns, seen, tag, (mode, threads)),
+            }
             rows.append(row)
     return rows
 
