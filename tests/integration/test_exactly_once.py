@@ -250,11 +250,11 @@ class PausedCount:
             self.reached.set()
             assert await asyncio.to_thread(self.go.wait, 30)
 
-        def advance_turn(n: int = 1) -> Program[int]:
+        def advance_turn(n: int = 1, *, turn_id: str | None = None) -> Program[int]:
             self.counts += 1
             if self.counts == 1:
                 yield from call(wait, await_go)
-            return (yield from real(n))
+            return (yield from real(n, turn_id=turn_id))
 
         monkeypatch.setattr(mem.working, "_advance_turn", advance_turn)
 

@@ -29,10 +29,13 @@ file are not serialized (one process per home is the embedded default). Turn rec
 with the session's state (a few dozen bytes per turn) and go with
 :meth:`~agentmem.stores.base.SessionStore.clear`.
 
-What remains: ``then``'s write (the working-memory document) and the settle mark (the turn
-record) are two writes of the session state, and the stores have no write of two keys at
-once. A crash, or a failed reply, between the two leaves the turn counted but not marked, and
-the retry counts it again (``working.turn`` one ahead). The messages are never stored twice.
+``then``'s write (the working-memory document) and the settle mark (the turn record) are two
+writes of the session state, and the stores have no write of two keys at once: a crash, or a
+failed reply, between the two leaves the turn counted but not marked, and the retry runs
+``then`` again. So ``then`` must be idempotent by itself; the settle mark only spares a
+retry the work. The manager's ``then`` counts the turn with
+``WorkingMemory.advance_turn(turn_id=...)``, which keeps the ids of the latest counted turns
+in the working-memory document, written with the count, so it counts a turn once.
 
 Example:
     >>> from agentmem.stores import InMemorySessionStore
@@ -175,10 +178,11 @@ def record_turn(
 
     ``then`` is what follows the append (counting the turn in working memory): it gets the
     turn's messages as stored and runs once per turn, not on a retry of a turn an earlier
-    attempt settled. It runs, and the turn is settled (:func:`settle_turn`), under the same
-    lock as the record and the append, so an attempt that overlaps another of the same turn
-    (a client's retry after a timeout, while the first is still running) waits for it and
-    then finds the turn settled.
+    attempt settled; it must be idempotent, since an attempt that fails (or dies) after it
+    and before the settle mark leaves the retry to run it again. It runs, and the turn is
+    settled (:func:`settle_turn`), under the same lock as the record and the append, so an
+    attempt that overlaps another of the same turn (a client's retry after a timeout, while
+    the first is still running) waits for it and then finds the turn settled.
 
     Raises:
         InvalidValueError: ``turn_id`` is not usable.

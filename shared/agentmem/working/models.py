@@ -23,6 +23,7 @@ from agentmem.errors import StoreError
 from agentmem.types import utcnow
 
 __all__ = [
+    "COUNTED_TURNS_KEPT",
     "SCHEMA_VERSION",
     "STATE_KEY",
     "TASK_STATUSES",
@@ -40,6 +41,10 @@ SCHEMA_VERSION: Literal[1] = 1
 
 STATE_KEY = "working_memory"
 """Key of the working-memory document in the session store."""
+
+COUNTED_TURNS_KEPT = 64
+"""How many of the latest counted ``turn_id`` values the state keeps (see
+:attr:`WorkingState.counted_turns`)."""
 
 TaskStatus = Literal["pending", "in_progress", "done", "failed", "blocked"]
 TASK_STATUSES: tuple[str, ...] = get_args(TaskStatus)
@@ -156,6 +161,10 @@ class WorkingState(BaseModel):
         dropped_scratchpad_entries: How many old steps the scratchpad bound has dropped.
         tasks: The task stack, bottom first (the last one is the current task).
         hypotheses: Hypotheses in the order they were added.
+        counted_turns: The ``turn_id`` values of the latest turns counted by
+            ``advance_turn(turn_id=...)`` (at most :data:`COUNTED_TURNS_KEPT`, oldest
+            first): a turn counted again is not counted twice. It is kept in this document,
+            so the count and the mark are one write.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -168,6 +177,7 @@ class WorkingState(BaseModel):
     dropped_scratchpad_entries: int = Field(default=0, ge=0)
     tasks: tuple[Task, ...] = ()
     hypotheses: tuple[Hypothesis, ...] = ()
+    counted_turns: tuple[str, ...] = ()
 
     def purged(self, now: datetime) -> WorkingState:
         """This state without expired variables (``self`` when none expired)."""
