@@ -61,9 +61,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agentmem._sansio import Program, call, locked
+from agentmem._sansio import Program, adrive, call, drive, locked
 from agentmem.errors import InvalidValueError, TurnConflictError
-from agentmem.storable import check_storable_text
+from agentmem.storable import check_storable_text, text_problem
 from agentmem.types import Message
 
 if TYPE_CHECKING:
@@ -73,10 +73,13 @@ __all__ = [
     "MAX_TURN_ID_LENGTH",
     "TURN_STATE_PREFIX",
     "RecordedTurn",
+    "aappend_turn",
+    "append_turn",
     "check_turn_id",
     "record_turn",
     "settle_turn",
     "turn_digest",
+    "turn_id_of",
     "turn_messages",
 ]
 
@@ -107,6 +110,33 @@ def check_turn_id(turn_id: object) -> str:
         msg = f"turn_id is {len(turn_id)} characters long; at most {MAX_TURN_ID_LENGTH} allowed"
         raise InvalidValueError(msg)
     return check_storable_text(turn_id, what="turn_id")
+
+
+def turn_id_of(source: str, ids: Sequence[object]) -> str | None:
+    """A ``turn_id`` for a batch of messages named by ``ids`` (a framework's own message
+    ids), or ``None`` unless every one is a non-empty string.
+
+    One id gives ``"<source>:<id>"``; several, or one too long for a ``turn_id`` or not
+    storable, give ``"<source>-batch:<sha256 of the ids>"``. The same ids always give the
+    same ``turn_id``, so putting the same messages again is a retry; the batch is the unit
+    (its messages put one by one are other turns).
+
+    Example:
+        >>> turn_id_of("llamaindex", ["m-1"])
+        'llamaindex:m-1'
+        >>> turn_id_of("llamaindex", ["m-1", "m-2"]).startswith("llamaindex-batch:")
+        True
+        >>> turn_id_of("llamaindex", ["m-1", None]) is None
+        True
+    """
+    if not ids or not all(isinstance(i, str) and i for i in ids):
+        return None
+    if len(ids) == 1:
+        name = f"{source}:{ids[0]}"
+        if len(name) <= MAX_TURN_ID_LENGTH and text_problem(name, what="id") is None:
+            return name
+    joined = json.dumps(list(ids), ensure_ascii=False).encode("utf-8", "surrogatepass")
+    return f"{source}-batch:{hashlib.sha256(joined).hexdigest()}"
 
 
 def turn_messages(session_id: str, turn_id: str, messages: Sequence[Message]) -> list[Message]:
@@ -235,3 +265,33 @@ def _record(
     # A first attempt, or one whose earlier attempt wrote the record but not the messages.
     appended = yield from short_term._add_messages(batch)
     return RecordedTurn(appended, True, False, turn_id, record)
+
+
+def append_turn(
+    short_term: ShortTermMemory, messages: Sequence[Message], turn_id: str
+) -> list[Message]:
+    """Append ``messages`` to ``short_term``'s session as the turn ``turn_id``, exactly once:
+    :func:`record_turn` for callers with no working memory to count the turn in (a chat
+    history). Returns the turn's messages as stored.
+
+    Raises:
+        InvalidValueError: ``turn_id`` is not usable.
+        TurnConflictError: ``turn_id`` was used in the session for other messages.
+
+    Example:
+        >>> from agentmem.stores import InMemorySessionStore
+        >>> from agentmem.short_term import ConversationBufferMemory
+        >>> chat = ConversationBufferMemory(session_id="s1", store=InMemorySessionStore())
+        >>> for _ in range(2):  # a retry stores nothing twice
+        ...     _ = append_turn(chat, [Message.create("user", "hi")], "t-1")
+        >>> chat.store.count("s1")
+        1
+    """
+    return drive(record_turn(short_term, messages, turn_id)).messages
+
+
+async def aappend_turn(
+    short_term: ShortTermMemory, messages: Sequence[Message], turn_id: str
+) -> list[Message]:
+    """Async twin of :func:`append_turn` (the store's async methods)."""
+    return (await adrive(record_turn(short_term, messages, turn_id))).messages
