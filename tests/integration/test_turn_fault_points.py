@@ -9,8 +9,8 @@ same handle (an error the caller retries) or from a new service over the same st
 process died and was started again), and retried once more. A child process killed between
 counting the turn and marking it settled is the real crash.
 
-On the real stores: the in-memory store, SQLite and a real ``redis-server`` for sessions,
-Qdrant Edge for memories.
+On the real stores: the in-memory store, SQLite, a real ``redis-server`` and a local Redis
+Cluster for sessions, Qdrant Edge for memories.
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ class FaultAt:
                 vars(self.store).pop(attr, None)
 
 
-@pytest.fixture(params=["memory", "sqlite", "redis"])
+@pytest.fixture(params=["memory", "sqlite", "redis", "redis-cluster"])
 def stores(
     request: pytest.FixtureRequest, tmp_path: Path
 ) -> Iterator[tuple[SessionStore, QdrantEdgeStore]]:
@@ -115,7 +115,7 @@ def stores(
     elif kind == "sqlite":
         sessions = SQLiteSessionStore(tmp_path / "sessions.db")
     else:
-        url = request.getfixturevalue("redis_url")
+        url = request.getfixturevalue("redis_url" if kind == "redis" else "redis_cluster_url")
         sessions = RedisSessionStore.from_url(url, prefix=f"faults{uuid.uuid4().hex[:10]}")
     memories = QdrantEdgeStore(tmp_path / "long_term", dimension=DIM)
     try:

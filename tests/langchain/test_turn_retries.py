@@ -158,3 +158,32 @@ def test_a_user_message_with_a_long_id_is_recorded_once_too(service: MemoryServi
         config=config("alice-3"),
     )
     assert logged(service, "alice-3") == [("user", SAID), ("assistant", "Noted: tabs.")]
+
+
+def test_a_model_call_retried_after_recording_failed_records_the_new_answer(
+    service: MemoryService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Recording the turn failed before its messages were stored (the store went away);
+    the retried model call answers differently: the turn is recorded with that answer,
+    not refused as a replay and lost."""
+    store = service.sessions
+    real = store.append
+    failed: list[bool] = []
+
+    def append(session_id: str, messages: Any) -> Any:
+        if not failed:
+            failed.append(True)
+            raise ConnectionError("the store went away")
+        return real(session_id, messages)
+
+    monkeypatch.setattr(store, "append", append)
+    retry = ModelRetryMiddleware(max_retries=2, initial_delay=0.0, jitter=False)
+    agent = agent_with(service, "Noted: tabs.", "Tabs it is.", outer=[retry])
+    result = agent.invoke(
+        {"messages": [{"role": "user", "content": SAID}]},
+        context=Ctx(user_id="alice"),
+        config=config("alice-4"),
+    )
+    assert failed == [True]
+    assert result["messages"][-1].text == "Tabs it is."
+    assert logged(service, "alice-4") == [("user", SAID), ("assistant", "Tabs it is.")]

@@ -19,8 +19,12 @@ any error (a timeout, a crash, a Redis :class:`~agentmem.errors.StoreUnavailable
   earlier attempt had, even when it overlaps an attempt still running. The Redis store's
   appends are idempotent by message id besides, so even two processes retrying at once
   store the turn once;
-* an attempt that finds the record with a *different* digest is not a retry but a reused
-  id: it raises :class:`~agentmem.errors.TurnConflictError` and writes nothing.
+* an attempt that finds the record with a *different* digest, and the turn's messages in
+  the log, is not a retry but a reused id: it raises
+  :class:`~agentmem.errors.TurnConflictError` and writes nothing. When no earlier attempt
+  stored its messages (it failed before its append), the turn was never recorded: the
+  attempt records what it says, whatever the earlier one said (an agent whose model call
+  is retried gets a new answer), so the turn is not lost.
 
 Within one process the steps (record, append, ``then``, settle) run under the session's
 process-wide lock (threads and asyncio tasks alike). Across processes, Redis appends are
@@ -149,10 +153,13 @@ def turn_messages(session_id: str, turn_id: str, messages: Sequence[Message]) ->
         >>> one[0].id == two[0].id
         True
     """
-    return [
-        m.replace(id=str(uuid.uuid5(_NAMESPACE, json.dumps([session_id, turn_id, i]))))
-        for i, m in enumerate(messages)
-    ]
+    ids = _turn_ids(session_id, turn_id, len(messages))
+    return [m.replace(id=i) for m, i in zip(messages, ids, strict=True)]
+
+
+def _turn_ids(session_id: str, turn_id: str, n: int) -> list[str]:
+    """The ids of the turn's first ``n`` messages."""
+    return [str(uuid.uuid5(_NAMESPACE, json.dumps([session_id, turn_id, i]))) for i in range(n)]
 
 
 def turn_digest(messages: Sequence[Message]) -> str:
@@ -245,19 +252,28 @@ def _record(
     digest = turn_digest(batch)
     found = yield from call(store.get_state, store.aget_state, session_id, state_key)
     if found is not None:
-        if found.get("digest") != digest:
+        since = yield from call(store.read, store.aread, session_id, after=int(found["after"]))
+        stored = {m.message.id: m.message for m in since}
+        # The ids of every position either attempt may have stored (appends are atomic:
+        # all of an attempt's messages landed, or none).
+        width = max(len(batch), int(found.get("messages", 0)))
+        landed = any(i in stored for i in _turn_ids(session_id, turn_id, width))
+        if landed and found.get("digest") != digest:
             msg = (
                 f"turn_id {turn_id!r} was already used in session {session_id!r} for other "
                 "messages; a retry must repeat the same exchange. Nothing was written: give "
                 "a new turn its own turn_id"
             )
             raise TurnConflictError(msg)
-        record = found
-        since = yield from call(store.read, store.aread, session_id, after=int(found["after"]))
-        stored = {m.message.id: m.message for m in since}
-        if all(m.id in stored for m in batch):
+        if landed:
             settled = bool(found.get("settled"))
-            return RecordedTurn([stored[m.id] for m in batch], False, settled, turn_id, record)
+            return RecordedTurn([stored[m.id] for m in batch], False, settled, turn_id, found)
+        record = found
+        if found.get("digest") != digest:
+            # The earlier attempt stored no message: it is not a turn to keep, and this
+            # attempt (an agent's retried model call answers anew) is the turn.
+            record = {**found, "digest": digest, "messages": len(batch), "settled": False}
+            yield from call(store.set_state, store.aset_state, session_id, state_key, record)
     else:
         after = yield from call(store.last_seq, store.alast_seq, session_id)
         record = {"version": 1, "digest": digest, "after": after, "messages": len(batch)}
