@@ -36,8 +36,10 @@ __all__ = [
     "state_from_doc",
 ]
 
-SCHEMA_VERSION: Literal[1] = 1
-"""Version of the persisted working-memory document."""
+SCHEMA_VERSION: Literal[2] = 2
+"""Newest version of the persisted working-memory document. Version 2 adds
+``counted_turns``; a document with no counted turns is still written as version 1, the
+layout earlier agentmem versions read."""
 
 STATE_KEY = "working_memory"
 """Key of the working-memory document in the session store."""
@@ -169,7 +171,7 @@ class WorkingState(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    schema_version: Literal[1] = SCHEMA_VERSION
+    schema_version: Literal[1, 2] = 1
     turn: int = Field(default=0, ge=0)
     variables: dict[str, Variable] = Field(default_factory=dict)
     scratchpad: tuple[ScratchpadEntry, ...] = ()
@@ -187,8 +189,15 @@ class WorkingState(BaseModel):
         return self.model_copy(update={"variables": alive})
 
     def to_doc(self) -> dict[str, Any]:
-        """The JSON document this state persists as."""
-        return self.model_dump(mode="json")
+        """The JSON document this state persists as (version 1 when no turn is counted by
+        id, so earlier agentmem versions still read it)."""
+        doc = self.model_dump(mode="json")
+        if self.counted_turns:
+            doc["schema_version"] = SCHEMA_VERSION
+        else:
+            del doc["counted_turns"]
+            doc["schema_version"] = 1
+        return doc
 
 
 def state_from_doc(doc: dict[str, Any] | None, session_id: str) -> WorkingState:
@@ -205,10 +214,10 @@ def state_from_doc(doc: dict[str, Any] | None, session_id: str) -> WorkingState:
     """
     if doc is None:
         return WorkingState()
-    if doc.get("schema_version") != SCHEMA_VERSION:
+    if doc.get("schema_version") not in (1, SCHEMA_VERSION):
         msg = (
             f"working memory of session {session_id!r} has schema_version "
-            f"{doc.get('schema_version')!r}; this agentmem reads version "
+            f"{doc.get('schema_version')!r}; this agentmem reads versions 1 to "
             f"{SCHEMA_VERSION} (upgrade agentmem, or clear() the session)"
         )
         raise StoreError(msg)
