@@ -7,7 +7,8 @@ settle mark, the consolidation's reads and watermarks) fails in turn: before it 
 it did (the reply was lost). The turn is then retried with the same ``turn_id``, from the
 same handle (an error the caller retries) or from a new service over the same stores (the
 process died and was started again), and retried once more. A child process killed between
-counting the turn and marking it settled is the real crash.
+counting the turn and marking it settled is the real crash; two child processes recording
+the same turns at the same moment on one SQLite file are the race across processes.
 
 On the real stores: the in-memory store, SQLite, a real ``redis-server`` and a local Redis
 Cluster for sessions, Qdrant Edge for memories.
@@ -16,8 +17,12 @@ Cluster for sessions, Qdrant Edge for memories.
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import textwrap
+import time
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,7 +36,7 @@ from agentmem.stores.qdrant.edge import QdrantEdgeStore
 from agentmem.stores.redis import RedisSessionStore
 from agentmem.stores.sqlite import SQLiteSessionStore
 from tests.fakes import HashingEmbedder
-from tests.processes import run_python
+from tests.processes import child_env, run_python
 
 pytestmark = pytest.mark.integration
 
@@ -252,3 +257,57 @@ def test_a_process_killed_between_counting_and_settling_a_turn_counts_it_once(
     retried = run_python("-c", CHILD, home, "t-2", "My car is red", "live")  # the retry
     assert retried.returncode == 0, retried.stderr
     assert retried.stdout.split() == ["3", "6", "3"]
+
+
+RACER = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from agentmem import MemoryManager
+
+    db, here = sys.argv[1], Path(sys.argv[2])
+    mem = MemoryManager.open(
+        user_id="alice", session_id="s1", memory_url="memory://",
+        session_url=f"sqlite:///{db}", consolidate_every_tokens=None,
+    )
+    (here / f"ready-{sys.argv[3]}").touch()
+    while not (here / "go").exists():
+        time.sleep(0.005)
+    start = float((here / "go").read_text())
+    for t in range(60):  # both processes record each turn in the same instant
+        while time.time() < start + t * 0.02:
+            pass
+        mem.process_interaction(f"fact {t}", "ok", turn_id=f"t{t}")
+    mem.close()
+    """
+)
+
+
+def test_two_processes_recording_one_turn_at_once_on_sqlite_store_it_once(
+    tmp_path: Path,
+) -> None:
+    """Two workers on one SQLite file get the same turns at the same moment (a client's
+    retry sent to the other worker): each turn is stored once."""
+    db = tmp_path / "sessions.db"
+    SQLiteSessionStore(db).close()
+    racers = [
+        subprocess.Popen(
+            [sys.executable, "-c", RACER, str(db), str(tmp_path), str(i)], env=child_env()
+        )
+        for i in range(2)
+    ]
+    try:
+        deadline = time.monotonic() + 120
+        while not all((tmp_path / f"ready-{i}").exists() for i in range(2)):
+            assert time.monotonic() < deadline, "the workers did not start"
+            assert all(r.poll() is None for r in racers)
+            time.sleep(0.01)
+        (tmp_path / "go").write_text(str(time.time() + 0.2))
+        assert [r.wait(timeout=120) for r in racers] == [0, 0]
+    finally:
+        for racer in racers:
+            if racer.poll() is None:
+                racer.kill()
+    with SQLiteSessionStore(db) as store:
+        said = Counter(m.message.content for m in store.read("s1"))
+    assert said == Counter({**{f"fact {t}": 1 for t in range(60)}, "ok": 60})

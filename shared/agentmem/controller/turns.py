@@ -27,11 +27,11 @@ any error (a timeout, a crash, a Redis :class:`~agentmem.errors.StoreUnavailable
   is retried gets a new answer), so the turn is not lost.
 
 Within one process the steps (record, append, ``then``, settle) run under the session's
-process-wide lock (threads and asyncio tasks alike). Across processes, Redis appends are
-idempotent by message id; two processes retrying one turn at the same moment on one SQLite
-file are not serialized (one process per home is the embedded default). Turn records stay
-with the session's state (a few dozen bytes per turn) and go with
-:meth:`~agentmem.stores.base.SessionStore.clear`.
+process-wide lock (threads and asyncio tasks alike). Across processes, the Redis and SQLite
+stores' appends are idempotent by message id, so two processes retrying one turn at the same
+moment store its messages once too (each counts it in its own working memory, which one
+process per session keeps). Turn records stay with the session's state (a few dozen bytes
+per turn) and go with :meth:`~agentmem.stores.base.SessionStore.clear`.
 
 ``then``'s write (the working-memory document) and the settle mark (the turn record) are two
 writes of the session state, and the stores have no write of two keys at once: a crash, or a
