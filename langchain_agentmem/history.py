@@ -34,7 +34,14 @@ from langchain_core.messages import BaseMessage
 
 from agentmem import ChatModel, MemoryManager, SummaryBufferMemory, TokenCounter
 from agentmem.errors import ConfigurationError
-from agentmem.integration import DEFAULT_MODEL, SessionOwners, SessionStore
+from agentmem.integration import (
+    DEFAULT_MODEL,
+    SessionOwners,
+    SessionStore,
+    aappend_turn,
+    append_turn,
+    turn_id_of,
+)
 from langchain_agentmem._convert import ContentPolicy, from_langchain, to_langchain_all
 from langchain_agentmem.adapters import LangChainChatModel
 
@@ -167,14 +174,42 @@ class AgentMemoryChatHistory(BaseChatMessageHistory):
     # -- writing ---------------------------------------------------------------------------
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
-        """Append messages (all validated before any is written)."""
+        """Append messages (all validated before any is written).
+
+        When every message has an id (LangChain's ``message.id``), the batch is stored
+        once: adding it again (a retry after a failure whose outcome is unknown, such as a
+        Redis :class:`~agentmem.errors.StoreUnavailableError`) stores nothing, in every
+        session store. Messages without ids are appended on every call.
+
+        Raises:
+            InvalidMessageError: A message cannot be stored; nothing is written.
+            TurnConflictError: These ids were added before with other content.
+
+        Example:
+            >>> from agentmem.stores.memory import InMemorySessionStore
+            >>> from langchain_core.messages import AIMessage, HumanMessage
+            >>> history = AgentMemoryChatHistory("s1", store=InMemorySessionStore())
+            >>> said = [HumanMessage("hi", id="h-1"), AIMessage("hello", id="a-1")]
+            >>> history.add_messages(said)
+            >>> history.add_messages(said)  # a retry: stored once
+            >>> len(history.get_full_messages())
+            2
+        """
         batch = [from_langchain(m, content_blocks=self.content_blocks) for m in messages]
-        self.memory.add_messages(batch)
+        turn_id = turn_id_of("langchain", [m.id for m in messages])
+        if turn_id is None:
+            self.memory.add_messages(batch)
+        else:
+            append_turn(self.memory, batch, turn_id)
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
         """Async twin of :meth:`add_messages` (the store's own async append)."""
         batch = [from_langchain(m, content_blocks=self.content_blocks) for m in messages]
-        await self.memory.aadd_messages(batch)
+        turn_id = turn_id_of("langchain", [m.id for m in messages])
+        if turn_id is None:
+            await self.memory.aadd_messages(batch)
+        else:
+            await aappend_turn(self.memory, batch, turn_id)
 
     def clear(self) -> None:
         """Delete the session's messages and summary."""

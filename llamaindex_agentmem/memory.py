@@ -31,8 +31,6 @@ ever started, so sync calls work inside Jupyter's running loop.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -48,10 +46,10 @@ from agentmem import BuiltContext, ChatModel, Embedder, MemoryManager, MemorySer
 from agentmem.errors import ConfigurationError, ContextBudgetError
 from agentmem.integration import (
     DEFAULT_MODEL,
-    MAX_TURN_ID_LENGTH,
     ManagerConfig,
     check_non_negative_int,
     check_positive_int,
+    turn_id_of,
 )
 from llamaindex_agentmem._convert import from_agentmem, text_of, to_agentmem_many
 from llamaindex_agentmem.adapters import as_chat_model, as_embedder
@@ -477,12 +475,4 @@ class AgentMemory(BaseMemory):
 def _turn_id(messages: Sequence[ChatMessage]) -> str | None:
     """The turn id of a put: from the messages' ids (``additional_kwargs["id"]``), when
     every message has one; ``None`` (a plain append) otherwise."""
-    ids = [m.additional_kwargs.get("id") for m in messages]
-    if not ids or not all(isinstance(i, str) and i for i in ids):
-        return None
-    if len(ids) == 1:
-        name = f"llamaindex:{ids[0]}"
-        if len(name) <= MAX_TURN_ID_LENGTH:
-            return name
-    joined = json.dumps(ids, ensure_ascii=False).encode("utf-8", "surrogatepass")
-    return f"llamaindex-batch:{hashlib.sha256(joined).hexdigest()}"
+    return turn_id_of("llamaindex", [m.additional_kwargs.get("id") for m in messages])

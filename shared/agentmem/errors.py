@@ -199,6 +199,8 @@ class TurnConflictError(InvalidValueError):
     A ``turn_id`` makes recording a turn idempotent: recording it again with the same
     messages (a retry) stores nothing twice. Different messages under a used ``turn_id`` are
     not a retry, so they are refused and nothing is written; give the new turn its own id.
+    (A ``turn_id`` whose earlier attempts all failed before storing their messages is not
+    used yet: the next attempt records what it says.)
     """
 
 

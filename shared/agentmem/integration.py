@@ -13,6 +13,9 @@ for that and that users of the core do not, is here:
   :func:`check_storable_text`, :func:`text_problem`, :func:`json_problem`,
   :func:`find_json_problem`, :func:`json_text`, :func:`validate_session_id`,
   :data:`MAX_TURN_ID_LENGTH` (the longest ``turn_id``);
+* **recording a framework's messages exactly once**: :func:`turn_id_of` (a ``turn_id``
+  from the framework's message ids), :func:`append_turn` / :func:`aappend_turn` (a chat
+  history's append as that turn: a retry stores nothing twice);
 * **rendering memories as every agentmem prompt does** (delimited, escaped data):
   :data:`MEMORY_BLOCK_OPEN`, :data:`MEMORY_BLOCK_CLOSE`, :func:`render_memory_line`,
   :func:`render_memory_block`, :func:`escape_line`;
@@ -46,7 +49,7 @@ from agentmem.context import (
 )
 from agentmem.controller.config import ManagerConfig
 from agentmem.controller.ownership import SessionOwners
-from agentmem.controller.turns import MAX_TURN_ID_LENGTH
+from agentmem.controller.turns import MAX_TURN_ID_LENGTH, aappend_turn, append_turn, turn_id_of
 from agentmem.embeddings.wrapper import WrapperEmbedder, model_label
 from agentmem.llm import ChatModel
 from agentmem.long_term.ranking import SearchMode
@@ -77,6 +80,8 @@ __all__ = [
     "SessionOwners",
     "SessionStore",
     "WrapperEmbedder",
+    "aappend_turn",
+    "append_turn",
     "check_max_tokens",
     "check_non_negative_int",
     "check_positive_int",
@@ -90,6 +95,7 @@ __all__ = [
     "render_memory_block",
     "render_memory_line",
     "text_problem",
+    "turn_id_of",
     "validate_session_id",
 ]
 

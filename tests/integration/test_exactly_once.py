@@ -185,6 +185,40 @@ def test_a_turn_id_reused_for_another_exchange_is_refused(service: MemoryService
     assert contents(bob) == ["I keep my bike in the red shed", "ok"]
 
 
+def test_a_retry_that_says_something_else_is_recorded_when_no_attempt_stored_the_turn(
+    service: MemoryService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first attempt failed before its messages were stored (its turn record was
+    written); the retry answers differently (an agent's model call made anew): the turn is
+    recorded as the retry says, once, and counted once, not refused and lost."""
+    alice = service.manager("alice", "unstored-sync")
+    alice.process_interaction("first turn", "ok", turn_id="t-0")
+    fail_append(monkeypatch, service.sessions, after_commit=False)
+    with pytest.raises(Lost):
+        alice.process_interaction(SAID[0], "Noted.", turn_id="t-1")
+    alice.process_interaction(*SAID, turn_id="t-1")  # the retry, with another answer
+    alice.process_interaction(*SAID, turn_id="t-1")
+    with pytest.raises(TurnConflictError):  # stored now: the first answer is another turn
+        alice.process_interaction(SAID[0], "Noted.", turn_id="t-1")
+    check_stored_once(service, alice)
+
+
+async def test_an_async_retry_that_says_something_else_is_recorded_too(
+    service: MemoryService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    alice = service.manager("alice", "unstored-async")
+    await alice.aprocess_interaction("first turn", "ok", turn_id="t-0")
+    fail_append(monkeypatch, service.sessions, after_commit=False)
+    with pytest.raises(Lost):
+        await alice.aprocess_interaction(SAID[0], "Noted.", turn_id="t-1")
+    await alice.aprocess_interaction(*SAID, turn_id="t-1")
+    await alice.aprocess_interaction(*SAID, turn_id="t-1")
+    with pytest.raises(TurnConflictError):
+        await alice.aprocess_interaction(SAID[0], "Noted.", turn_id="t-1")
+    assert await service.await_consolidation(timeout=60)
+    await asyncio.to_thread(check_stored_once, service, alice)
+
+
 async def test_a_reused_turn_id_is_refused_in_async_code_too(service: MemoryService) -> None:
     alice = service.manager("alice", "reuse-async")
     await alice.aprocess_interaction(*SAID, turn_id="t-1")
@@ -250,11 +284,11 @@ class PausedCount:
             self.reached.set()
             assert await asyncio.to_thread(self.go.wait, 30)
 
-        def advance_turn(n: int = 1) -> Program[int]:
+        def advance_turn(n: int = 1, *, turn_id: str | None = None) -> Program[int]:
             self.counts += 1
             if self.counts == 1:
                 yield from call(wait, await_go)
-            return (yield from real(n))
+            return (yield from real(n, turn_id=turn_id))
 
         monkeypatch.setattr(mem.working, "_advance_turn", advance_turn)
 

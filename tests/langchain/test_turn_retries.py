@@ -25,6 +25,7 @@ from langchain.agents.middleware import (
     ModelRetryMiddleware,
 )
 from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from agentmem import MemoryService
@@ -158,3 +159,94 @@ def test_a_user_message_with_a_long_id_is_recorded_once_too(service: MemoryServi
         config=config("alice-3"),
     )
     assert logged(service, "alice-3") == [("user", SAID), ("assistant", "Noted: tabs.")]
+
+
+def test_a_model_call_retried_after_recording_failed_records_the_new_answer(
+    service: MemoryService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Recording the turn failed before its messages were stored (the store went away);
+    the retried model call answers differently: the turn is recorded with that answer,
+    not refused as a replay and lost."""
+    store = service.sessions
+    real = store.append
+    failed: list[bool] = []
+
+    def append(session_id: str, messages: Any) -> Any:
+        if not failed:
+            failed.append(True)
+            raise ConnectionError("the store went away")
+        return real(session_id, messages)
+
+    monkeypatch.setattr(store, "append", append)
+    retry = ModelRetryMiddleware(max_retries=2, initial_delay=0.0, jitter=False)
+    agent = agent_with(service, "Noted: tabs.", "Tabs it is.", outer=[retry])
+    result = agent.invoke(
+        {"messages": [{"role": "user", "content": SAID}]},
+        context=Ctx(user_id="alice"),
+        config=config("alice-4"),
+    )
+    assert failed == [True]
+    assert result["messages"][-1].text == "Tabs it is."
+    assert logged(service, "alice-4") == [("user", SAID), ("assistant", "Tabs it is.")]
+
+
+class LostFinalReply(LostReply):
+    """Loses the reply of the first model call that answers (not a tool call)."""
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> ModelResponse[Any]:
+        response = handler(request)
+        final = response.result[-1]
+        if not self.failed and isinstance(final, AIMessage) and not final.tool_calls:
+            self.failed += 1
+            raise ConnectionError("the reply was lost")
+        return response
+
+
+def test_a_streamed_tool_calling_turn_retried_and_replayed_is_recorded_once(
+    service: MemoryService,
+) -> None:
+    """A turn of several model calls (a tool call, then the answer), streamed: the answer's
+    call retried after the turn was recorded, then the answer replayed from its checkpoint,
+    record the turn once."""
+
+    @tool
+    def shed_color() -> str:
+        """The color of the user's shed."""
+        return "blue"
+
+    calls = AIMessage("", tool_calls=[{"name": "shed_color", "args": {}, "id": "call-1"}])
+    model = StandInModel(
+        messages=iter([calls, AIMessage("Blue."), AIMessage("Blue."), AIMessage("Navy.")])
+    )
+    lost = LostFinalReply()
+    retry = ModelRetryMiddleware(max_retries=2, initial_delay=0.0, jitter=False)
+    agent = create_agent(
+        model,
+        tools=[shed_color],
+        middleware=[retry, lost, AgentMemoryMiddleware(service, max_tokens=2000)],
+        context_schema=Ctx,
+        checkpointer=InMemorySaver(),
+    )
+    ask = {"messages": [{"role": "user", "content": "What color is my shed?"}]}
+    chunks = list(
+        agent.stream(
+            ask, context=Ctx(user_id="alice"), config=config("alice-5"), stream_mode="updates"
+        )
+    )
+    assert chunks
+    assert lost.failed == 1  # the answer's call failed after the turn was recorded
+    said = [("user", "What color is my shed?"), ("assistant", "Blue.")]
+    assert logged(service, "alice-5") == said
+    answer_call = next(  # the checkpoint before the answer's model call (after the tool)
+        s
+        for s in agent.get_state_history(config("alice-5"))
+        if s.next == ("model",) and len(s.values["messages"]) > 1
+    )
+    agent.invoke(None, context=Ctx(user_id="alice"), config=answer_call.config)  # "Navy."
+    assert logged(service, "alice-5") == said
+    assert service.wait_for_consolidation(timeout=60)
+    assert len(service.long_term("alice").all_records()) == 1

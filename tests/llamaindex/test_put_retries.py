@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from llama_index.core.base.llms.types import ChatMessage
@@ -82,3 +83,36 @@ def test_messages_without_an_id_are_appended_each_time(service: MemoryService) -
     memory.put(message)
     memory.put(message)  # no id: two answers "yes" are two messages
     assert texts(memory) == ["yes", "yes"]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_put_retried_after_its_turn_was_counted_counts_it_once(
+    service: MemoryService, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """The put's turn was counted in working memory, then marking it done failed: the
+    retried put stores the message once and counts the turn once."""
+    memory = AgentMemory.from_service(service, user_id="alice", session_id=f"put-count-{mode}")
+    store = service.sessions
+    real = store.set_state
+    lost: list[str] = []
+
+    def set_state(session_id: str, key: str, value: dict[str, Any]) -> None:
+        if key.startswith("turn:") and value.get("settled") and not lost:
+            lost.append(key)
+            raise ConnectionError("the store went away")
+        real(session_id, key, value)
+
+    async def aset_state(session_id: str, key: str, value: dict[str, Any]) -> None:
+        await asyncio.to_thread(set_state, session_id, key, value)
+
+    monkeypatch.setattr(store, "set_state", set_state)
+    monkeypatch.setattr(store, "aset_state", aset_state)
+    question = said("user", "I sail a blue canoe", "m-1")
+    put = memory.put if mode == "sync" else (lambda m: asyncio.run(memory.aput(m)))
+    with pytest.raises(ConnectionError):
+        put(question)
+    put(question)  # the retry
+    put(question)
+    assert texts(memory) == ["I sail a blue canoe"]
+    memory.manager.working.reload()
+    assert memory.manager.working.turn == 1

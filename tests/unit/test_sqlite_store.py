@@ -5,6 +5,7 @@ Behaviour shared by every backend lives in ``tests/conformance``.
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import threading
 import time
@@ -221,3 +222,30 @@ def test_a_failed_backup_leaves_nothing_and_can_be_retried(
     store.backup_to(out / "sessions.db")  # the path is free for another try
     assert SQLiteSessionStore(out / "sessions.db").count("s1") == 1
     store.close()
+
+
+def test_appends_are_idempotent_by_message_id(db: Path) -> None:
+    a, b, c = msg("a"), msg("b"), msg("c")
+    with SQLiteSessionStore(db) as store:
+        assert store.append("s1", [a, b]) == [1, 2]
+        assert store.append("s1", [a, b]) == [1, 2]  # a retry: stored once
+        assert store.append("s1", [b, c, c]) == [2, 3, 3]  # only what is new, once
+        assert store.append("s2", [a]) == [1]  # ids are per session
+        assert [m.message.content for m in store.read("s1")] == ["a", "b", "c"]
+        assert (store.count("s1"), store.last_seq("s1")) == (3, 3)
+        assert asyncio.run(store.aappend("s1", [c])) == [3]
+
+
+def test_a_file_made_before_the_id_index_gets_it_at_open(db: Path) -> None:
+    with SQLiteSessionStore(db) as store:
+        store.append("s1", [msg("a"), msg("b")])
+    conn = raw(db)
+    conn.execute("DROP INDEX agentmem_messages_by_id")
+    conn.execute("UPDATE agentmem_messages SET body = '{not json' WHERE seq = 2")  # damaged
+    conn.close()
+    with SQLiteSessionStore(db) as store:  # the damaged row does not stop the index
+        first = store.read("s1", limit=1)[0].message
+        assert store.append("s1", [first]) == [1]
+        assert store.count("s1") == 2
+    indexes = raw(db).execute("SELECT name FROM sqlite_master WHERE type = 'index'").fetchall()
+    assert ("agentmem_messages_by_id",) in indexes

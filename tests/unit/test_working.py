@@ -20,6 +20,7 @@ from agentmem import TokenCounter
 from agentmem.errors import ConfigurationError, InvalidValueError, StoreError
 from agentmem.stores import InMemorySessionStore
 from agentmem.working import STATE_KEY, WorkingMemory
+from agentmem.working.models import COUNTED_TURNS_KEPT
 from tests.threads import run_threads
 from tests.unit.conftest import Clock
 
@@ -722,3 +723,34 @@ async def test_reads_write_only_to_save_a_purge(clock: Clock, mode: str):
     assert store.writes == 3  # the purge is saved once
     assert await read() == {"long": 2}
     assert store.writes == 3
+
+
+def test_a_turn_counted_by_id_is_counted_once_and_the_mark_persists(
+    store: InMemorySessionStore, clock: Clock
+) -> None:
+    wm = WorkingMemory(session_id="s1", store=store, clock=clock)
+    wm.set_variable("draft", "v1", ttl_turns=2)
+    assert store.get_state("s1", STATE_KEY)["schema_version"] == 1  # the layout before ids
+    assert "counted_turns" not in store.get_state("s1", STATE_KEY)
+    assert wm.advance_turn(turn_id="req-1") == 1
+    assert wm.advance_turn(turn_id="req-1") == 1  # a retry: not counted again
+    assert wm.get_variable("draft") == "v1"  # and its ttl_turns not spent twice
+    doc = store.get_state("s1", STATE_KEY)
+    assert (doc["schema_version"], doc["counted_turns"], doc["turn"]) == (2, ["req-1"], 1)
+    again = WorkingMemory(session_id="s1", store=store, clock=clock)  # a restarted process
+    assert again.advance_turn(turn_id="req-1") == 1
+    assert again.advance_turn(turn_id="req-2") == 2
+    assert asyncio.run(again.aadvance_turn(turn_id="req-2")) == 2
+    assert again.advance_turn() == 3  # without an id, every call counts
+
+
+def test_counted_turn_ids_are_bounded_and_checked(store: InMemorySessionStore) -> None:
+    wm = WorkingMemory(session_id="s1", store=store)
+    for i in range(COUNTED_TURNS_KEPT + 5):
+        wm.advance_turn(turn_id=f"t{i}")
+    counted = store.get_state("s1", STATE_KEY)["counted_turns"]
+    assert counted == [f"t{i}" for i in range(5, COUNTED_TURNS_KEPT + 5)]
+    for bad in ("", 7):
+        with pytest.raises(InvalidValueError, match="turn_id"):
+            wm.advance_turn(turn_id=bad)  # type: ignore[arg-type]
+    assert wm.turn == COUNTED_TURNS_KEPT + 5

@@ -274,17 +274,22 @@ class MemoryManager:
         else:
             turn = [to_message(m) for m in messages]
             # Counted and settled under the turn's lock: an overlapping retry of the turn
-            # waits, then finds it settled (not counted twice).
+            # waits, then finds it settled. The count carries the turn_id (saved with it in
+            # one write), so a retry after a failure between the count and the settle mark
+            # does not count the turn twice either.
             recorded = yield from record_turn(
-                self.short_term, turn, turn_id, then=self._count_turns
+                self.short_term,
+                turn,
+                turn_id,
+                then=lambda stored: self._count_turns(stored, turn_id),
             )
             batch = recorded.messages
         return (yield from self.scheduler._record(batch))
 
-    def _count_turns(self, batch: Sequence[Message]) -> Program[None]:
+    def _count_turns(self, batch: Sequence[Message], turn_id: str | None = None) -> Program[None]:
         turns = sum(1 for m in batch if m.role == "user")
         if turns:
-            yield from self.working._advance_turn(turns)
+            yield from self.working._advance_turn(turns, turn_id=turn_id)
 
     @twin
     def process_interaction(

@@ -19,20 +19,27 @@ any error (a timeout, a crash, a Redis :class:`~agentmem.errors.StoreUnavailable
   earlier attempt had, even when it overlaps an attempt still running. The Redis store's
   appends are idempotent by message id besides, so even two processes retrying at once
   store the turn once;
-* an attempt that finds the record with a *different* digest is not a retry but a reused
-  id: it raises :class:`~agentmem.errors.TurnConflictError` and writes nothing.
+* an attempt that finds the record with a *different* digest, and the turn's messages in
+  the log, is not a retry but a reused id: it raises
+  :class:`~agentmem.errors.TurnConflictError` and writes nothing. When no earlier attempt
+  stored its messages (it failed before its append), the turn was never recorded: the
+  attempt records what it says, whatever the earlier one said (an agent whose model call
+  is retried gets a new answer), so the turn is not lost.
 
 Within one process the steps (record, append, ``then``, settle) run under the session's
-process-wide lock (threads and asyncio tasks alike). Across processes, Redis appends are
-idempotent by message id; two processes retrying one turn at the same moment on one SQLite
-file are not serialized (one process per home is the embedded default). Turn records stay
-with the session's state (a few dozen bytes per turn) and go with
-:meth:`~agentmem.stores.base.SessionStore.clear`.
+process-wide lock (threads and asyncio tasks alike). Across processes, the Redis and SQLite
+stores' appends are idempotent by message id, so two processes retrying one turn at the same
+moment store its messages once too (each counts it in its own working memory, which one
+process per session keeps). Turn records stay with the session's state (a few dozen bytes
+per turn) and go with :meth:`~agentmem.stores.base.SessionStore.clear`.
 
-What remains: ``then``'s write (the working-memory document) and the settle mark (the turn
-record) are two writes of the session state, and the stores have no write of two keys at
-once. A crash, or a failed reply, between the two leaves the turn counted but not marked, and
-the retry counts it again (``working.turn`` one ahead). The messages are never stored twice.
+``then``'s write (the working-memory document) and the settle mark (the turn record) are two
+writes of the session state, and the stores have no write of two keys at once: a crash, or a
+failed reply, between the two leaves the turn counted but not marked, and the retry runs
+``then`` again. So ``then`` must be idempotent by itself; the settle mark only spares a
+retry the work. The manager's ``then`` counts the turn with
+``WorkingMemory.advance_turn(turn_id=...)``, which keeps the ids of the latest counted turns
+in the working-memory document, written with the count, so it counts a turn once.
 
 Example:
     >>> from agentmem.stores import InMemorySessionStore
@@ -58,9 +65,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agentmem._sansio import Program, call, locked
+from agentmem._sansio import Program, adrive, call, drive, locked
 from agentmem.errors import InvalidValueError, TurnConflictError
-from agentmem.storable import check_storable_text
+from agentmem.storable import check_storable_text, text_problem
 from agentmem.types import Message
 
 if TYPE_CHECKING:
@@ -70,10 +77,13 @@ __all__ = [
     "MAX_TURN_ID_LENGTH",
     "TURN_STATE_PREFIX",
     "RecordedTurn",
+    "aappend_turn",
+    "append_turn",
     "check_turn_id",
     "record_turn",
     "settle_turn",
     "turn_digest",
+    "turn_id_of",
     "turn_messages",
 ]
 
@@ -106,6 +116,33 @@ def check_turn_id(turn_id: object) -> str:
     return check_storable_text(turn_id, what="turn_id")
 
 
+def turn_id_of(source: str, ids: Sequence[object]) -> str | None:
+    """A ``turn_id`` for a batch of messages named by ``ids`` (a framework's own message
+    ids), or ``None`` unless every one is a non-empty string.
+
+    One id gives ``"<source>:<id>"``; several, or one too long for a ``turn_id`` or not
+    storable, give ``"<source>-batch:<sha256 of the ids>"``. The same ids always give the
+    same ``turn_id``, so putting the same messages again is a retry; the batch is the unit
+    (its messages put one by one are other turns).
+
+    Example:
+        >>> turn_id_of("llamaindex", ["m-1"])
+        'llamaindex:m-1'
+        >>> turn_id_of("llamaindex", ["m-1", "m-2"]).startswith("llamaindex-batch:")
+        True
+        >>> turn_id_of("llamaindex", ["m-1", None]) is None
+        True
+    """
+    if not ids or not all(isinstance(i, str) and i for i in ids):
+        return None
+    if len(ids) == 1:
+        name = f"{source}:{ids[0]}"
+        if len(name) <= MAX_TURN_ID_LENGTH and text_problem(name, what="id") is None:
+            return name
+    joined = json.dumps(list(ids), ensure_ascii=False).encode("utf-8", "surrogatepass")
+    return f"{source}-batch:{hashlib.sha256(joined).hexdigest()}"
+
+
 def turn_messages(session_id: str, turn_id: str, messages: Sequence[Message]) -> list[Message]:
     """``messages`` with ids derived from the session, the turn and each position, so
     every attempt at recording the turn appends the same messages.
@@ -116,10 +153,13 @@ def turn_messages(session_id: str, turn_id: str, messages: Sequence[Message]) ->
         >>> one[0].id == two[0].id
         True
     """
-    return [
-        m.replace(id=str(uuid.uuid5(_NAMESPACE, json.dumps([session_id, turn_id, i]))))
-        for i, m in enumerate(messages)
-    ]
+    ids = _turn_ids(session_id, turn_id, len(messages))
+    return [m.replace(id=i) for m, i in zip(messages, ids, strict=True)]
+
+
+def _turn_ids(session_id: str, turn_id: str, n: int) -> list[str]:
+    """The ids of the turn's first ``n`` messages."""
+    return [str(uuid.uuid5(_NAMESPACE, json.dumps([session_id, turn_id, i]))) for i in range(n)]
 
 
 def turn_digest(messages: Sequence[Message]) -> str:
@@ -175,10 +215,11 @@ def record_turn(
 
     ``then`` is what follows the append (counting the turn in working memory): it gets the
     turn's messages as stored and runs once per turn, not on a retry of a turn an earlier
-    attempt settled. It runs, and the turn is settled (:func:`settle_turn`), under the same
-    lock as the record and the append, so an attempt that overlaps another of the same turn
-    (a client's retry after a timeout, while the first is still running) waits for it and
-    then finds the turn settled.
+    attempt settled; it must be idempotent, since an attempt that fails (or dies) after it
+    and before the settle mark leaves the retry to run it again. It runs, and the turn is
+    settled (:func:`settle_turn`), under the same lock as the record and the append, so an
+    attempt that overlaps another of the same turn (a client's retry after a timeout, while
+    the first is still running) waits for it and then finds the turn settled.
 
     Raises:
         InvalidValueError: ``turn_id`` is not usable.
@@ -211,19 +252,28 @@ def _record(
     digest = turn_digest(batch)
     found = yield from call(store.get_state, store.aget_state, session_id, state_key)
     if found is not None:
-        if found.get("digest") != digest:
+        since = yield from call(store.read, store.aread, session_id, after=int(found["after"]))
+        stored = {m.message.id: m.message for m in since}
+        # The ids of every position either attempt may have stored (appends are atomic:
+        # all of an attempt's messages landed, or none).
+        width = max(len(batch), int(found.get("messages", 0)))
+        landed = any(i in stored for i in _turn_ids(session_id, turn_id, width))
+        if landed and found.get("digest") != digest:
             msg = (
                 f"turn_id {turn_id!r} was already used in session {session_id!r} for other "
                 "messages; a retry must repeat the same exchange. Nothing was written: give "
                 "a new turn its own turn_id"
             )
             raise TurnConflictError(msg)
-        record = found
-        since = yield from call(store.read, store.aread, session_id, after=int(found["after"]))
-        stored = {m.message.id: m.message for m in since}
-        if all(m.id in stored for m in batch):
+        if landed:
             settled = bool(found.get("settled"))
-            return RecordedTurn([stored[m.id] for m in batch], False, settled, turn_id, record)
+            return RecordedTurn([stored[m.id] for m in batch], False, settled, turn_id, found)
+        record = found
+        if found.get("digest") != digest:
+            # The earlier attempt stored no message: it is not a turn to keep, and this
+            # attempt (an agent's retried model call answers anew) is the turn.
+            record = {**found, "digest": digest, "messages": len(batch), "settled": False}
+            yield from call(store.set_state, store.aset_state, session_id, state_key, record)
     else:
         after = yield from call(store.last_seq, store.alast_seq, session_id)
         record = {"version": 1, "digest": digest, "after": after, "messages": len(batch)}
@@ -231,3 +281,33 @@ def _record(
     # A first attempt, or one whose earlier attempt wrote the record but not the messages.
     appended = yield from short_term._add_messages(batch)
     return RecordedTurn(appended, True, False, turn_id, record)
+
+
+def append_turn(
+    short_term: ShortTermMemory, messages: Sequence[Message], turn_id: str
+) -> list[Message]:
+    """Append ``messages`` to ``short_term``'s session as the turn ``turn_id``, exactly once:
+    :func:`record_turn` for callers with no working memory to count the turn in (a chat
+    history). Returns the turn's messages as stored.
+
+    Raises:
+        InvalidValueError: ``turn_id`` is not usable.
+        TurnConflictError: ``turn_id`` was used in the session for other messages.
+
+    Example:
+        >>> from agentmem.stores import InMemorySessionStore
+        >>> from agentmem.short_term import ConversationBufferMemory
+        >>> chat = ConversationBufferMemory(session_id="s1", store=InMemorySessionStore())
+        >>> for _ in range(2):  # a retry stores nothing twice
+        ...     _ = append_turn(chat, [Message.create("user", "hi")], "t-1")
+        >>> chat.store.count("s1")
+        1
+    """
+    return drive(record_turn(short_term, messages, turn_id)).messages
+
+
+async def aappend_turn(
+    short_term: ShortTermMemory, messages: Sequence[Message], turn_id: str
+) -> list[Message]:
+    """Async twin of :func:`append_turn` (the store's async methods)."""
+    return (await adrive(record_turn(short_term, messages, turn_id))).messages

@@ -98,6 +98,15 @@ _SCHEMA = (
         value TEXT NOT NULL
     ) WITHOUT ROWID""",
 )
+# Finds a session's message by its id, so an append is idempotent by message id. An index,
+# not a table change: files of schema version 3 get it at open (older agentmem versions
+# keep it up to date without knowing it).
+_ID_INDEX = "agentmem_messages_by_id"
+# A body that is not JSON (a damaged row, reported when read) has no id, not an error.
+_ID_OF_BODY = "(CASE WHEN json_valid(body) THEN json_extract(body, '$.id') END)"
+_ID_INDEX_DDL = (
+    f"CREATE INDEX IF NOT EXISTS {_ID_INDEX} ON agentmem_messages (session_id, {_ID_OF_BODY})"
+)
 _TABLES = frozenset(
     {
         "agentmem_sessions",
@@ -310,6 +319,7 @@ class SQLiteSessionStore(SyncSessionStore):
     def _migrate(self, conn: sqlite3.Connection) -> None:
         if self._schema_ok(conn):
             self._check_tables(conn)
+            self._add_id_index(conn)
             return
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -318,7 +328,7 @@ class SQLiteSessionStore(SyncSessionStore):
                 version = int(conn.execute("PRAGMA user_version").fetchone()[0])
                 if version == 0:
                     self._check_new(conn)
-                for statement in _SCHEMA:
+                for statement in (*_SCHEMA, _ID_INDEX_DDL):
                     conn.execute(statement)
                 if version:  # an earlier layout: its rows get their checksums now
                     _add_checksums(conn)
@@ -333,6 +343,22 @@ class SQLiteSessionStore(SyncSessionStore):
             _rollback(conn)
             raise
         self._check_tables(conn)
+
+    def _add_id_index(self, conn: sqlite3.Connection) -> None:
+        """Index messages by id in a file made before the index (once: it reads every
+        message)."""
+        found = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?", (_ID_INDEX,)
+        ).fetchone()
+        if found is not None:
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute(_ID_INDEX_DDL)
+            conn.execute("COMMIT")
+        except BaseException:
+            _rollback(conn)
+            raise
 
     def _check_new(self, conn: sqlite3.Connection) -> None:
         """A file without a schema is new, unless the identity beside it says otherwise."""
@@ -440,45 +466,81 @@ class SQLiteSessionStore(SyncSessionStore):
     # -- messages -------------------------------------------------------------------------
 
     def append(self, session_id: str, messages: Sequence[Message]) -> list[int]:
-        """Append ``messages`` atomically; return their seqs (strictly increasing).
+        """Append ``messages`` atomically; return their seqs (strictly increasing for the
+        new ones).
+
+        Idempotent by message id, as the Redis store is: a message whose id is already in
+        the session (or earlier in ``messages``) is not stored again, and its seq is the one
+        it was stored with. So a retry of an append whose outcome was unknown, or two
+        processes appending one turn's messages (``process_interaction(turn_id=...)``
+        derives their ids from the turn) at once, store each message once.
 
         Example:
             >>> from agentmem.types import Message
             >>> store = SQLiteSessionStore(":memory:")
-            >>> store.append("s1", [Message(role="user", content="a"),
-            ...                     Message(role="assistant", content="b")])
+            >>> said = [Message(role="user", content="a"), Message(role="assistant", content="b")]
+            >>> store.append("s1", said)
             [1, 2]
+            >>> store.append("s1", said), store.count("s1")  # the same messages again
+            ([1, 2], 2)
         """
         self._check(session_id)
-        bodies = [m.to_json() for m in check_messages(messages)]
-        if not bodies:
+        checked = check_messages(messages)
+        if not checked:
             return []
+        bodies = [m.to_json() for m in checked]
+        ids = [m.id for m in checked]
         with self._write("append messages") as conn:
-            row = conn.execute(
-                "SELECT last_seq FROM agentmem_sessions WHERE session_id = ?", (session_id,)
-            ).fetchone()
-            first = (row[0] if row else 0) + 1
-            seqs = list(range(first, first + len(bodies)))
-            if row:
-                conn.execute(
-                    "UPDATE agentmem_sessions SET last_seq = ?, message_count = message_count + ? "
-                    "WHERE session_id = ?",
-                    (seqs[-1], len(bodies), session_id),
+            known = self._seqs_of(conn, session_id, ids)
+            new: dict[str, str] = {}  # id -> body, in order, each id once
+            for message_id, body in zip(ids, bodies, strict=True):
+                if message_id not in known:
+                    new.setdefault(message_id, body)
+            if new:
+                row = conn.execute(
+                    "SELECT last_seq FROM agentmem_sessions WHERE session_id = ?", (session_id,)
+                ).fetchone()
+                first = (row[0] if row else 0) + 1
+                seqs = list(range(first, first + len(new)))
+                if row:
+                    conn.execute(
+                        "UPDATE agentmem_sessions SET last_seq = ?, "
+                        "message_count = message_count + ? WHERE session_id = ?",
+                        (seqs[-1], len(new), session_id),
+                    )
+                else:
+                    conn.execute(
+                        "INSERT INTO agentmem_sessions (session_id, last_seq, message_count) "
+                        "VALUES (?, ?, ?)",
+                        (session_id, seqs[-1], len(new)),
+                    )
+                conn.executemany(
+                    "INSERT INTO agentmem_messages (session_id, seq, body, crc) "
+                    "VALUES (?, ?, ?, ?)",
+                    [
+                        (session_id, s, b, integrity.row_crc(session_id, s, b))
+                        for s, b in zip(seqs, new.values(), strict=True)
+                    ],
                 )
-            else:
-                conn.execute(
-                    "INSERT INTO agentmem_sessions (session_id, last_seq, message_count) "
-                    "VALUES (?, ?, ?)",
-                    (session_id, seqs[-1], len(bodies)),
-                )
-            conn.executemany(
-                "INSERT INTO agentmem_messages (session_id, seq, body, crc) VALUES (?, ?, ?, ?)",
-                [
-                    (session_id, s, b, integrity.row_crc(session_id, s, b))
-                    for s, b in zip(seqs, bodies, strict=True)
-                ],
+                known.update(zip(new, seqs, strict=True))
+        return [known[i] for i in ids]
+
+    @staticmethod
+    def _seqs_of(conn: sqlite3.Connection, session_id: str, ids: Sequence[str]) -> dict[str, int]:
+        """The seqs of the messages of ``session_id`` with one of ``ids``."""
+        unique = list(dict.fromkeys(ids))
+        found: dict[str, int] = {}
+        for start in range(0, len(unique), 500):  # within SQLite's bound on parameters
+            chunk = unique[start : start + 500]
+            marks = ", ".join("?" * len(chunk))
+            rows = conn.execute(
+                f"SELECT {_ID_OF_BODY}, seq FROM agentmem_messages "
+                f"WHERE session_id = ? AND {_ID_OF_BODY} IN ({marks})",
+                (session_id, *chunk),
             )
-        return seqs
+            for message_id, seq in rows:
+                found.setdefault(str(message_id), int(seq))
+        return found
 
     def read(
         self, session_id: str, *, after: int = 0, limit: int | None = None

@@ -23,7 +23,14 @@ from typing import TypeVar
 from agentmem._util.checks import check_int
 from agentmem.errors import InvalidValueError
 from agentmem.working import _validate as v
-from agentmem.working.models import Hypothesis, ScratchpadEntry, Task, Variable, WorkingState
+from agentmem.working.models import (
+    COUNTED_TURNS_KEPT,
+    Hypothesis,
+    ScratchpadEntry,
+    Task,
+    Variable,
+    WorkingState,
+)
 
 __all__ = [
     "Op",
@@ -208,12 +215,23 @@ def update_hypothesis_op(
     return op
 
 
-def advance_turn_op(n: object) -> Op[int]:
+def advance_turn_op(n: object, turn_id: object = None) -> Op[int]:
+    """Count ``n`` turns; with ``turn_id``, only if that turn was not counted already (the
+    id is kept with the count, in the same document, so a retry never counts it twice)."""
     expected = "needs a number of turns >= 1"
     turns = check_int(n, "advance_turn", error=InvalidValueError, expected=expected)
+    if turn_id is not None and (not isinstance(turn_id, str) or not turn_id):
+        msg = f"turn_id must be a non-empty string or None, got {turn_id!r}"
+        raise InvalidValueError(msg)
 
     def op(state: WorkingState, now: datetime) -> tuple[WorkingState, int]:
-        advanced = state.model_copy(update={"turn": state.turn + turns})
+        if turn_id is None:
+            counted = state.counted_turns
+        elif turn_id in state.counted_turns:
+            return state, state.turn  # counted before: nothing changes
+        else:
+            counted = (*state.counted_turns, turn_id)[-COUNTED_TURNS_KEPT:]
+        advanced = state.model_copy(update={"turn": state.turn + turns, "counted_turns": counted})
         return advanced.purged(now), advanced.turn
 
     return op

@@ -462,21 +462,32 @@ class WorkingMemory:
     # -- turns, rendering, whole state ---------------------------------------------------------
 
     @twin
-    def advance_turn(self, n: int = 1) -> Program[int]:
+    def advance_turn(self, n: int = 1, *, turn_id: str | None = None) -> Program[int]:
         """Count ``n`` turns (expiring ``ttl_turns`` variables); return the new turn number.
+
+        With ``turn_id`` the turn is counted once: called again with an id among the latest
+        :data:`~agentmem.working.models.COUNTED_TURNS_KEPT` counted (a retry), it changes
+        nothing and returns the current turn number. The id is saved with the count, in one
+        write, so a retry after a failed or lost write counts the turn once too.
+
+        Raises:
+            InvalidValueError: ``n`` is not an integer >= 1, or ``turn_id`` is not a
+                non-empty string.
 
         Example:
             >>> wm = WorkingMemory()
             >>> wm.set_variable("draft", "v1", ttl_turns=1)
             >>> wm.advance_turn(), wm.get_variable("draft")
             (1, None)
+            >>> wm.advance_turn(turn_id="req-7"), wm.advance_turn(turn_id="req-7")
+            (2, 2)
         """
-        return self._advance_turn(n)
+        return self._advance_turn(n, turn_id=turn_id)
 
     aadvance_turn = async_twin(advance_turn)
 
-    def _advance_turn(self, n: int = 1) -> Program[int]:
-        return self._change(_ops.advance_turn_op(n))
+    def _advance_turn(self, n: int = 1, *, turn_id: str | None = None) -> Program[int]:
+        return self._change(_ops.advance_turn_op(n, turn_id))
 
     @twin
     def clear(self) -> Program[None]:

@@ -23,6 +23,7 @@ from agentmem.errors import StoreError
 from agentmem.types import utcnow
 
 __all__ = [
+    "COUNTED_TURNS_KEPT",
     "SCHEMA_VERSION",
     "STATE_KEY",
     "TASK_STATUSES",
@@ -35,11 +36,17 @@ __all__ = [
     "state_from_doc",
 ]
 
-SCHEMA_VERSION: Literal[1] = 1
-"""Version of the persisted working-memory document."""
+SCHEMA_VERSION: Literal[2] = 2
+"""Newest version of the persisted working-memory document. Version 2 adds
+``counted_turns``; a document with no counted turns is still written as version 1, the
+layout earlier agentmem versions read."""
 
 STATE_KEY = "working_memory"
 """Key of the working-memory document in the session store."""
+
+COUNTED_TURNS_KEPT = 64
+"""How many of the latest counted ``turn_id`` values the state keeps (see
+:attr:`WorkingState.counted_turns`)."""
 
 TaskStatus = Literal["pending", "in_progress", "done", "failed", "blocked"]
 TASK_STATUSES: tuple[str, ...] = get_args(TaskStatus)
@@ -156,11 +163,15 @@ class WorkingState(BaseModel):
         dropped_scratchpad_entries: How many old steps the scratchpad bound has dropped.
         tasks: The task stack, bottom first (the last one is the current task).
         hypotheses: Hypotheses in the order they were added.
+        counted_turns: The ``turn_id`` values of the latest turns counted by
+            ``advance_turn(turn_id=...)`` (at most :data:`COUNTED_TURNS_KEPT`, oldest
+            first): a turn counted again is not counted twice. It is kept in this document,
+            so the count and the mark are one write.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    schema_version: Literal[1] = SCHEMA_VERSION
+    schema_version: Literal[1, 2] = 1
     turn: int = Field(default=0, ge=0)
     variables: dict[str, Variable] = Field(default_factory=dict)
     scratchpad: tuple[ScratchpadEntry, ...] = ()
@@ -168,6 +179,7 @@ class WorkingState(BaseModel):
     dropped_scratchpad_entries: int = Field(default=0, ge=0)
     tasks: tuple[Task, ...] = ()
     hypotheses: tuple[Hypothesis, ...] = ()
+    counted_turns: tuple[str, ...] = ()
 
     def purged(self, now: datetime) -> WorkingState:
         """This state without expired variables (``self`` when none expired)."""
@@ -177,8 +189,15 @@ class WorkingState(BaseModel):
         return self.model_copy(update={"variables": alive})
 
     def to_doc(self) -> dict[str, Any]:
-        """The JSON document this state persists as."""
-        return self.model_dump(mode="json")
+        """The JSON document this state persists as (version 1 when no turn is counted by
+        id, so earlier agentmem versions still read it)."""
+        doc = self.model_dump(mode="json")
+        if self.counted_turns:
+            doc["schema_version"] = SCHEMA_VERSION
+        else:
+            del doc["counted_turns"]
+            doc["schema_version"] = 1
+        return doc
 
 
 def state_from_doc(doc: dict[str, Any] | None, session_id: str) -> WorkingState:
@@ -195,10 +214,10 @@ def state_from_doc(doc: dict[str, Any] | None, session_id: str) -> WorkingState:
     """
     if doc is None:
         return WorkingState()
-    if doc.get("schema_version") != SCHEMA_VERSION:
+    if doc.get("schema_version") not in (1, SCHEMA_VERSION):
         msg = (
             f"working memory of session {session_id!r} has schema_version "
-            f"{doc.get('schema_version')!r}; this agentmem reads version "
+            f"{doc.get('schema_version')!r}; this agentmem reads versions 1 to "
             f"{SCHEMA_VERSION} (upgrade agentmem, or clear() the session)"
         )
         raise StoreError(msg)
