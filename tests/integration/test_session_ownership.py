@@ -312,6 +312,11 @@ def test_owner_keys_of_colliding_joined_ids_are_distinct(deployment: Deployment)
 # -- sessions written by earlier versions ----------------------------------------------------
 
 
+def joined_watermark_key(user: str, agent: str | None) -> str:
+    """The key the earlier version wrote a watermark under, whoever it was for."""
+    return f"consolidation:{user}:{agent or '-'}"
+
+
 def downgrade_to_version_1(db: Path) -> None:
     """Make ``db`` exactly what the earlier version wrote: schema version 1 (no owner table)
     and each watermark under its joined-string key."""
@@ -325,7 +330,7 @@ def downgrade_to_version_1(db: Path) -> None:
             user, agent = json.loads(key.removeprefix("consolidation:"))
             conn.execute(
                 "UPDATE agentmem_state SET key = ? WHERE session_id = ? AND key = ?",
-                (legacy_watermark_key((user, agent)), session, key),
+                (joined_watermark_key(user, agent), session, key),
             )
         conn.execute("PRAGMA user_version = 1")
     conn.close()
@@ -358,6 +363,54 @@ def test_sessions_of_earlier_versions_get_their_owner_on_first_use(tmp_path: Pat
         service.manager("dave", "never-consolidated")
         with pytest.raises(SessionOwnershipError):
             service.manager("carol", "never-consolidated")
+
+
+@pytest.mark.parametrize(
+    ("writer", "claimant"),
+    [
+        (("a:b", None), ("a", "b:-")),  # another user: both joined to "a:b:-"
+        (("a", "b:-"), ("a:b", None)),
+        (("alice", None), ("alice", "-")),  # another agent: both joined to "alice:-"
+        (("alice", "x:-"), ("alice:x", None)),
+    ],
+)
+def test_a_joined_watermark_of_an_earlier_version_is_claimed_by_nobody_it_may_not_name(
+    tmp_path: Path, writer: tuple[str, str | None], claimant: tuple[str, str | None]
+) -> None:
+    """An earlier version's watermark key joined the ids, so one key could be two
+    principals': a session it marks is never handed to the principal it does not name."""
+    with open_service(tmp_path, "sqlite", None) as service:
+        user, agent = writer
+        chat = service.manager(user, "legacy", agent_id=agent)
+        chat.process_interaction(f"My card number is {CARD}.", "Noted.")
+        assert chat.consolidate().written == 1
+    downgrade_to_version_1(tmp_path / "sessions.db")
+    with open_service(tmp_path, "sqlite", None) as service:
+        store = service.sessions
+        assert joined_watermark_key(*writer) == joined_watermark_key(*claimant)
+        assert joined_watermark_key(*writer) in store.state_keys("legacy")
+        before = snapshot(store, "legacy")
+        with pytest.raises(SessionOwnershipError):
+            service.manager(claimant[0], "legacy", agent_id=claimant[1])
+        assert snapshot(store, "legacy") == before
+        assert service.long_term(claimant[0], agent_id=claimant[1]).all_records() == []
+
+
+def test_a_new_session_id_names_nobody_and_fits_every_user_id(deployment: Deployment) -> None:
+    """A session made with ``session_id=None`` used to be ``USER-xxxxxxxxxxxx``: another
+    user's refusal then named its owner, and a user id of 244+ characters had no new
+    session (the id outgrew the 256-character limit)."""
+    service = deployment.service
+    alice = service.manager("alice")
+    assert "alice" not in alice.session_id
+    with pytest.raises(SessionOwnershipError) as caught:
+        service.manager("bob", alice.session_id)
+    assert alice.session_id in str(caught.value)
+    assert "alice" not in str(caught.value)
+    long_user = "u" * 256
+    chat = service.manager(long_user)
+    chat.process_interaction("hello", "hi")
+    assert service.manager(long_user, chat.session_id).get_log()[0].content == "hello"
 
 
 # -- the CLI ---------------------------------------------------------------------------------

@@ -24,12 +24,12 @@ Example:
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TypeVar, cast
 
 from typing_extensions import Unpack
 
+from agentmem._util.session_ids import new_session_id
 from agentmem.backends import BackendConfig, BackendOptions, acquire_stores, split_backend_options
 from agentmem.controller.config import ManagerConfig, ManagerSettings
 from agentmem.controller.consolidation import MemoryConsolidator
@@ -76,7 +76,7 @@ class ManagerBuilder:
     Example:
         >>> builder = ManagerBuilder(ManagerConfig(), sessions=sessions)  # doctest: +SKIP
         >>> builder.build(long_term, manager_class=MemoryManager).session_id  # doctest: +SKIP
-        'alice-3f2a9c0d1e4b'
+        'session-3f2a9c0d1e4b4f0a8c1d2e3f4a5b6c7d'
     """
 
     def __init__(
@@ -175,7 +175,7 @@ class ManagerBuilder:
             )
             raise ConfigurationError(msg)
         if session_id is None:
-            session_id = f"{owner}-{uuid.uuid4().hex[:12]}"
+            session_id = new_session_id()
         SessionOwners(self.sessions).check(session_id, (owner, long_term.scope.agent_id))
         config, counter = self.config, self.token_counter
         short_term = SummaryBufferMemory(

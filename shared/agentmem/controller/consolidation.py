@@ -408,8 +408,8 @@ class MemoryConsolidator:
     def _get_state(self, session_id: str) -> Program[dict[str, Any] | None]:
         store = self.store
         state = yield from call(store.get_state, store.aget_state, session_id, self.state_key)
-        if state is None:  # written by an earlier version, under its joined-string key
-            legacy = legacy_watermark_key(self._owner())
+        legacy = legacy_watermark_key(self._owner())
+        if state is None and legacy is not None:  # an earlier version's joined-string key
             state = yield from call(store.get_state, store.aget_state, session_id, legacy)
         return state
 

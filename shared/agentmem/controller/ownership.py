@@ -56,6 +56,7 @@ __all__ = [
     "owner_key",
     "principal",
     "watermark_key",
+    "watermark_keys",
 ]
 
 #: Who uses a session: ``(user_id, agent_id)``, ``agent_id`` ``None`` where none is used.
@@ -105,11 +106,33 @@ def watermark_key(who: Principal) -> str:
     return f"{CONSOLIDATION_STATE_KEY}:{owner_key(who)}"
 
 
-def legacy_watermark_key(who: Principal) -> str:
-    """The key earlier versions kept ``who``'s watermark under (a joined string, which two
-    principals could share: read only to migrate)."""
+def legacy_watermark_key(who: Principal) -> str | None:
+    """The key earlier versions kept ``who``'s watermark under, or ``None`` when that key
+    could also be another principal's.
+
+    Earlier versions joined the ids (``consolidation:USER:AGENT``, ``-`` for no agent), so
+    ``("a:b", None)`` and ``("a", "b:-")`` shared ``consolidation:a:b:-``, and
+    ``("alice", "-")`` had ``("alice", None)``'s. Such a key cannot say whose it is: it is
+    read for nobody (a session of an earlier version whose only watermark is one of them
+    is claimed by nobody, rather than by the wrong principal). Read only to migrate.
+
+    Example:
+        >>> legacy_watermark_key(("alice", None)), legacy_watermark_key(("alice", "planner"))
+        ('consolidation:alice:-', 'consolidation:alice:planner')
+        >>> legacy_watermark_key(("a:b", None)) is None, legacy_watermark_key(("a", "b:-"))
+        (True, None)
+    """
     user, agent = who
+    if ":" in user or (agent is not None and (":" in agent or agent == "-")):
+        return None
     return f"{CONSOLIDATION_STATE_KEY}:{user}:{agent or '-'}"
+
+
+def watermark_keys(who: Principal) -> frozenset[str]:
+    """The session-state keys that hold ``who``'s consolidation watermark: its own key and
+    the unambiguous key of an earlier version (see :func:`legacy_watermark_key`)."""
+    legacy = legacy_watermark_key(who)
+    return frozenset({watermark_key(who)} if legacy is None else {watermark_key(who), legacy})
 
 
 @dataclass(frozen=True)
@@ -218,7 +241,7 @@ class SessionOwners:
         store = self.store
         keys = yield from call(store.state_keys, store.astate_keys, session_id)
         marks = {k for k in keys if k.startswith(f"{CONSOLIDATION_STATE_KEY}:")}
-        if marks and not marks & {watermark_key(who), legacy_watermark_key(who)}:
+        if marks and not marks & watermark_keys(who):
             raise _refused(session_id)
 
 
