@@ -15,7 +15,8 @@ for that and that users of the core do not, is here:
   :data:`MAX_TURN_ID_LENGTH` (the longest ``turn_id``);
 * **rendering memories as every agentmem prompt does** (delimited, escaped data):
   :data:`MEMORY_BLOCK_OPEN`, :data:`MEMORY_BLOCK_CLOSE`, :func:`render_memory_line`,
-  :func:`render_memory_block`, :func:`escape_line`;
+  :func:`render_memory_block`, :func:`escape_line`, and :func:`read_reply` (what a model
+  wrote after reading escaped data, as plain text);
 * **the types adapter signatures name**: :class:`SessionStore` and :class:`MemoryStore`
   (the store protocols), :class:`InMemorySessionStore`, :class:`SessionOwners` (who may
   use a session), :class:`ManagerConfig` (the managers' settings and defaults),
@@ -34,6 +35,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from agentmem._util.escape import read_reply
 from agentmem.checks import check_non_negative_int, check_positive_int
 from agentmem.context import (
     MEMORY_BLOCK_CLOSE,
@@ -87,6 +89,7 @@ __all__ = [
     "json_problem",
     "json_text",
     "model_label",
+    "read_reply",
     "render_memory_block",
     "render_memory_line",
     "text_problem",
