@@ -22,7 +22,14 @@ import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 
-from agentmem import MemoryManager, MemoryService, SessionOwnershipError
+from agentmem import (
+    ConversationBufferMemory,
+    MemoryManager,
+    MemoryService,
+    SessionOwnershipError,
+    SummaryBufferMemory,
+    WorkingMemory,
+)
 from agentmem.cli import main
 from agentmem.controller.ownership import (
     SessionOwners,
@@ -178,6 +185,49 @@ def test_llamaindex_working_memory_block(deployment: Deployment) -> None:
         deployment,
         lambda: WorkingMemoryBlock(working=service, user_id="bob", session_id=session),
     )
+
+
+TIERS: dict[str, Callable[[SessionStore, str, str | None], object]] = {
+    "working memory": lambda store, session, user: WorkingMemory(
+        session_id=session, store=store, user_id=user
+    ).get_context_for_llm(),
+    "summary buffer": lambda store, session, user: SummaryBufferMemory(
+        session_id=session, store=store, user_id=user
+    ).get_all_messages(),
+    "conversation buffer": lambda store, session, user: ConversationBufferMemory(
+        session_id=session, store=store, user_id=user
+    ).get_all_messages(),
+    "chat history on a given memory": lambda store, session, user: (
+        AgentMemoryChatHistory(
+            session, memory=SummaryBufferMemory(session_id=session, store=store, user_id=user)
+        ).messages
+    ),
+    "llamaindex working block on a given tier": lambda store, session, user: WorkingMemoryBlock(
+        working=WorkingMemory(session_id=session, store=store, user_id=user)
+    ),
+}
+
+
+@pytest.mark.parametrize("user", ["bob", None])
+@pytest.mark.parametrize("tier", sorted(TIERS))
+def test_every_tier_on_a_shared_store(deployment: Deployment, tier: str, user: str | None) -> None:
+    """The tiers themselves name a session on a store: built with another user (or with no
+    user) on Alice's session, they read and write nothing of it."""
+    service, session = deployment.service, deployment.session
+    assert_refused(deployment, lambda: TIERS[tier](service.sessions, session, user))
+    TIERS[tier](service.sessions, session, "alice")  # the owner's own door
+
+
+async def test_async_working_memory_on_a_shared_store(deployment: Deployment) -> None:
+    service, session = deployment.service, deployment.session
+    before = snapshot(service.sessions, session)
+    with pytest.raises(SessionOwnershipError):
+        await WorkingMemory.aopen(session_id=session, store=service.sessions, user_id="bob")
+    with pytest.raises(SessionOwnershipError):
+        await WorkingMemory.aopen(session_id=session, store=service.sessions)
+    assert snapshot(service.sessions, session) == before
+    mine = await WorkingMemory.aopen(session_id=session, store=service.sessions, user_id="alice")
+    assert mine.get_variable("card") == CARD
 
 
 async def test_async_door(deployment: Deployment) -> None:

@@ -178,15 +178,23 @@ class ManagerBuilder:
             session_id = new_session_id()
         SessionOwners(self.sessions).check(session_id, (owner, long_term.scope.agent_id))
         config, counter = self.config, self.token_counter
+        agent = long_term.scope.agent_id
         short_term = SummaryBufferMemory(
             self.llm,
             max_tokens=config.max_short_term_tokens,
             session_id=session_id,
             store=self.sessions,
             token_counter=counter,
+            user_id=owner,
+            agent_id=agent,
         )
         working = WorkingMemory(
-            session_id=session_id, store=self.sessions, clock=config.clock, token_counter=counter
+            session_id=session_id,
+            store=self.sessions,
+            clock=config.clock,
+            token_counter=counter,
+            user_id=owner,
+            agent_id=agent,
         )
         return manager_class(
             short_term=short_term,

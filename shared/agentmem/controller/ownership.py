@@ -17,8 +17,10 @@ one gets it, unless the session holds a consolidation watermark (earlier version
 per user who consolidated it): then only a user with a watermark there may claim it, and any
 other user is refused. A session never consolidated goes to the first user who names it.
 
-**Doors without a user** (a chat history built on a bare session store, for single-tenant
-apps) may use sessions nobody owns, and are refused on owned ones.
+**Doors without a user** (a chat history or a tier — ``WorkingMemory``,
+``SummaryBufferMemory``, ... — built on a session store without ``user_id=``, for
+single-tenant apps) may use sessions nobody owns, and are refused on owned ones. A tier
+built with ``user_id=`` is that user's door.
 
 Owner keys are structural: ``owner_key("a:b", None)`` and ``owner_key("a", "b:-")`` differ,
 as every pair of (user, agent) does, because they are JSON arrays, never joined strings.
@@ -55,6 +57,7 @@ __all__ = [
     "legacy_watermark_key",
     "owner_key",
     "principal",
+    "user_principal",
     "watermark_key",
     "watermark_keys",
 ]
@@ -86,6 +89,22 @@ def principal(who: str | Sequence[str | None]) -> Principal:
             return (user, agent)
     msg = f"expected a user id or a (user_id, agent_id) pair, got {who!r}"
     raise InvalidValueError(msg)
+
+
+def user_principal(user_id: str | None, agent_id: str | None = None) -> Principal | None:
+    """The principal a door was given as ``user_id`` / ``agent_id`` (``None`` for neither:
+    a door without a user, which may use only the sessions nobody owns).
+
+    Raises:
+        InvalidValueError: ``agent_id`` without ``user_id``, or an empty user id.
+
+    Example:
+        >>> user_principal("bob"), user_principal("bob", "planner"), user_principal(None)
+        (('bob', None), ('bob', 'planner'), None)
+    """
+    if user_id is None and agent_id is None:
+        return None
+    return principal((user_id, agent_id))
 
 
 def owner_key(who: Principal) -> str:
