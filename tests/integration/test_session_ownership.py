@@ -9,6 +9,7 @@ and Bob's long-term memory holds nothing.
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 import threading
@@ -283,6 +284,54 @@ def test_a_shared_session_consolidates_into_each_members_own_memory(
     service.share_session(session, owner="alice", members=[])
     with pytest.raises(SessionOwnershipError):
         service.manager("bob", session)
+
+
+HELD_DOORS: dict[str, Callable[[MemoryService, str], Callable[[], object]]] = {
+    "manager log": lambda service, session: service.manager("bob", session).get_log,
+    "manager turn": lambda service, session: functools.partial(
+        service.manager("bob", session).process_interaction, "still here?", "yes"
+    ),
+    "manager reset": lambda service, session: service.manager("bob", session).clear_session,
+    "manager consolidation": lambda service, session: service.manager("bob", session).consolidate,
+    "working memory": lambda service, session: functools.partial(
+        service.manager("bob", session).working.get_variable, "card"
+    ),
+    "llamaindex memory": lambda service, session: (
+        AgentMemory.from_service(service, user_id="bob", session_id=session).get_all
+    ),
+    "tier built by the member": lambda service, session: (
+        WorkingMemory(session_id=session, store=service.sessions, user_id="bob").get_context_for_llm
+    ),
+}
+
+
+@pytest.mark.parametrize("door", sorted(HELD_DOORS))
+def test_a_dropped_member_is_refused_through_the_handles_it_holds(
+    deployment: Deployment, door: str
+) -> None:
+    """A member takes a handle while the session is shared; the owner then drops it: the
+    handle it still holds reads, writes, consolidates and resets nothing from then on."""
+    service, session = deployment.service, deployment.session
+    service.share_session(session, owner="alice", members=["bob"])
+    held = HELD_DOORS[door](service, session)
+    service.share_session(session, owner="alice", members=[])
+    assert_refused(deployment, held)
+
+
+async def test_a_dropped_member_is_refused_through_a_held_handle_in_async_code(
+    deployment: Deployment,
+) -> None:
+    service, session = deployment.service, deployment.session
+    service.share_session(session, owner="alice", members=["bob"])
+    bob = service.manager("bob", session)
+    assert [m.content for m in await bob.aget_log()][1] == "Noted."
+    service.share_session(session, owner="alice", members=[])
+    before = snapshot(service.sessions, session)
+    with pytest.raises(SessionOwnershipError):
+        await bob.aget_log()
+    with pytest.raises(SessionOwnershipError):
+        await bob.aprocess_interaction("still here?", "yes")
+    assert snapshot(service.sessions, session) == before
 
 
 def test_a_member_dropped_while_its_handle_is_built_gets_no_handle(

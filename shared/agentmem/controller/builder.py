@@ -176,21 +176,23 @@ class ManagerBuilder:
             raise ConfigurationError(msg)
         if session_id is None:
             session_id = new_session_id()
-        SessionOwners(self.sessions).check(session_id, (owner, long_term.scope.agent_id))
-        config, counter = self.config, self.token_counter
         agent = long_term.scope.agent_id
+        # The store this handle uses: for a member of a shared session, one that checks the
+        # owner record before every operation (a dropped member is refused at once).
+        sessions = SessionOwners(self.sessions).door(session_id, (owner, agent))
+        config, counter = self.config, self.token_counter
         short_term = SummaryBufferMemory(
             self.llm,
             max_tokens=config.max_short_term_tokens,
             session_id=session_id,
-            store=self.sessions,
+            store=sessions,
             token_counter=counter,
             user_id=owner,
             agent_id=agent,
         )
         working = WorkingMemory(
             session_id=session_id,
-            store=self.sessions,
+            store=sessions,
             clock=config.clock,
             token_counter=counter,
             user_id=owner,
@@ -200,7 +202,7 @@ class ManagerBuilder:
             short_term=short_term,
             working=working,
             long_term=long_term,
-            consolidator=MemoryConsolidator(long_term, store=self.sessions, llm=self.llm),
+            consolidator=MemoryConsolidator(long_term, store=sessions, llm=self.llm),
             forgetting=ForgettingPolicy(clock=config.clock or utcnow),
             consolidate_every_tokens=config.consolidate_every_tokens,
             background=config.background,

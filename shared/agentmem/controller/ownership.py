@@ -29,13 +29,15 @@ Example:
     >>> from agentmem.stores import InMemorySessionStore
     >>> owners = SessionOwners(InMemorySessionStore())
     >>> owners.check("chat-1", ("alice", None))  # alice's first use claims it
+    SessionOwner(owner=('alice', None), members=())
     >>> owners.check("chat-1", ("bob", None))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     agentmem.errors.SessionOwnershipError: session 'chat-1' belongs to another user ...
     >>> owners.share("chat-1", owner=("alice", None), members=["bob"]).members
     (('bob', None),)
-    >>> owners.check("chat-1", ("bob", None))  # a member now
+    >>> owners.check("chat-1", ("bob", None)).members  # a member now
+    (('bob', None),)
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, cast
 
 from agentmem._sansio import Program, async_twin, call, twin
 from agentmem.errors import InvalidValueError, SessionOwnershipError
@@ -51,6 +53,8 @@ from agentmem.stores.base import SessionStore
 
 __all__ = [
     "CONSOLIDATION_STATE_KEY",
+    "SESSION_OPERATIONS",
+    "MemberStore",
     "Principal",
     "SessionOwner",
     "SessionOwners",
@@ -205,9 +209,10 @@ class SessionOwners:
     def __init__(self, store: SessionStore) -> None:
         self.store = store
 
-    def _check(self, session_id: str, who: Principal | None) -> Program[None]:
+    def _check(self, session_id: str, who: Principal | None) -> Program[SessionOwner | None]:
         """Let ``who`` use ``session_id``, claiming it when nobody owns it yet; ``who`` None
-        is a door that knows no user (it may use only sessions nobody owns).
+        is a door that knows no user (it may use only sessions nobody owns). Returns the
+        session's ownership record (``None``: nobody owns it, and ``who`` is None).
 
         Raises:
             SessionOwnershipError: The session is another user's and not shared with ``who``.
@@ -216,16 +221,46 @@ class SessionOwners:
         found = yield from call(store.get_owner, store.aget_owner, session_id)
         if found is None:
             if who is None:
-                return
+                return None
             yield from self._check_legacy(session_id, who)
             claim = SessionOwner(owner=who).to_json()
             found = yield from call(store.claim_owner, store.aclaim_owner, session_id, claim)
         record = SessionOwner.from_json(found)
         if who is None or not record.admits(who):
             raise _refused(session_id)
+        return record
 
     check = twin(_check)
     acheck = async_twin(check)
+
+    def door(self, session_id: str, who: Principal | None) -> SessionStore:
+        """Check ``who`` as :meth:`check` does, and return the store ``who``'s door on
+        ``session_id`` is to use: the store itself for the owner (or for a door without a
+        user on a session nobody owns), and for a member a view of it that checks the
+        owner record again before every operation on the session, so a member the owner
+        drops (:meth:`share`, from any process) is refused from the next one on, even
+        through a handle it already holds.
+
+        Raises:
+            SessionOwnershipError: The session is another user's and not shared with ``who``.
+        """
+        record = self.check(session_id, who)
+        return self._door(session_id, who, record)
+
+    async def adoor(self, session_id: str, who: Principal | None) -> SessionStore:
+        """Async twin of :meth:`door`."""
+        record = await self.acheck(session_id, who)
+        return self._door(session_id, who, record)
+
+    def _door(
+        self, session_id: str, who: Principal | None, record: SessionOwner | None
+    ) -> SessionStore:
+        store = self.store
+        if who is None or record is None or record.owner == who:
+            return store
+        if isinstance(store, MemberStore) and store.member == (session_id, who):
+            return store
+        return cast(SessionStore, MemberStore(store, session_id, who))
 
     @twin
     def share(
@@ -271,3 +306,73 @@ def _refused(session_id: str) -> SessionOwnershipError:
         "(MemoryService.share_session)"
     )
     return SessionOwnershipError(msg)
+
+
+#: The store operations that act on one session (their first argument), checked by
+#: :class:`MemberStore`; the others (owner records, listing, closing) pass through.
+SESSION_OPERATIONS = frozenset(
+    {
+        "append",
+        "read",
+        "read_last",
+        "count",
+        "last_seq",
+        "get_state",
+        "set_state",
+        "state_keys",
+        "delete_state",
+        "clear",
+    }
+)
+
+
+class MemberStore:
+    """A session store as a member of one shared session uses it (see
+    :meth:`SessionOwners.door`): every operation on that session first reads the owner
+    record again and raises :class:`~agentmem.errors.SessionOwnershipError` once the member
+    is no longer admitted. Everything else is the store's own; it compares and hashes as
+    the store, so locks keyed by the store are the owner's handles' locks too.
+
+    Args:
+        store: The session store.
+        session_id: The shared session.
+        who: The member.
+    """
+
+    def __init__(self, store: SessionStore, session_id: str, who: Principal) -> None:
+        self.store = store
+        self.member = (session_id, who)
+        self._owners = SessionOwners(store)
+
+    def __getattr__(self, name: str) -> Any:
+        found = getattr(self.store, name)
+        asynchronous = name.startswith("a") and name[1:] in SESSION_OPERATIONS
+        if not (asynchronous or name in SESSION_OPERATIONS):
+            return found
+        session_id, who = self.member
+        owners = self._owners
+
+        if asynchronous:
+
+            async def checked_async(target: str, /, *args: Any, **kwargs: Any) -> Any:
+                if target == session_id:
+                    await owners.acheck(session_id, who)
+                return await found(target, *args, **kwargs)
+
+            return checked_async
+
+        def checked(target: str, /, *args: Any, **kwargs: Any) -> Any:
+            if target == session_id:
+                owners.check(session_id, who)
+            return found(target, *args, **kwargs)
+
+        return checked
+
+    def __eq__(self, other: object) -> bool:
+        return self.store == (other.store if isinstance(other, MemberStore) else other)
+
+    def __hash__(self) -> int:
+        return hash(self.store)
+
+    def __repr__(self) -> str:
+        return f"MemberStore({self.store!r}, session={self.member[0]!r})"

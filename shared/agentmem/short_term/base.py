@@ -77,9 +77,13 @@ class ShortTermMemory(ABC):
     ) -> None:
         self.session_id = validate_session_id(session_id)
         who = user_principal(user_id, agent_id)
-        if store is not None:  # the session's owner, before anything is read or written
-            SessionOwners(store).check(self.session_id, who)
-        self.store: SessionStore = store if store is not None else InMemorySessionStore()
+        # The session's owner, before anything is read or written (a member's store checks
+        # it again at every operation).
+        self.store: SessionStore = (
+            SessionOwners(store).door(self.session_id, who)
+            if store is not None
+            else InMemorySessionStore()
+        )
         self.token_counter = token_counter if token_counter is not None else TokenCounter(model)
         self.preserve_system = preserve_system
         self._log = _LogMirror(self.token_counter)

@@ -19,7 +19,7 @@ from typing import Any, TypeVar, overload
 from typing_extensions import TypedDict, Unpack
 
 from agentmem._sansio import Program, async_twin, call, locked, twin
-from agentmem.controller.ownership import SessionOwners, user_principal
+from agentmem.controller.ownership import MemberStore, SessionOwners, user_principal
 from agentmem.errors import ConfigurationError
 from agentmem.stores.base import SessionStore, validate_session_id
 from agentmem.stores.memory import InMemorySessionStore
@@ -138,15 +138,18 @@ class WorkingMemory:
             raise ConfigurationError(msg)
         self._session_id = validate_session_id(session_id)
         self._who = user_principal(user_id, agent_id)
-        self._store: SessionStore = store if store is not None else InMemorySessionStore()
         self._clock: Callable[[], datetime] = clock if clock is not None else utcnow
         self._counter = token_counter
         self._max_steps = v.check_positive_int(max_scratchpad_entries, "max_scratchpad_entries")
         self._max_bytes = v.check_positive_int(max_value_bytes, "max_value_bytes")
+        self._store: SessionStore = (  # checks the session's owner (see ShortTermMemory)
+            SessionOwners(store).door(self._session_id, self._who)
+            if store is not None
+            else InMemorySessionStore()
+        )
         self._key = ("agentmem.working", id(self))
         self._state = WorkingState()
-        if store is not None:  # the session's owner, before anything is read or written
-            SessionOwners(store).check(self._session_id, self._who)
+        if store is not None:
             self.reload()
 
     @classmethod
@@ -161,8 +164,7 @@ class WorkingMemory:
         """
         self = cls(**options)
         if store is not None:
-            await SessionOwners(store).acheck(self._session_id, self._who)
-            self._store = store
+            self._store = await SessionOwners(store).adoor(self._session_id, self._who)
             await self.areload()
         return self
 
@@ -188,7 +190,13 @@ class WorkingMemory:
         return result
 
     def _read(self) -> Program[WorkingState]:
-        """The live state; purging expired variables is a change (saved under the lock)."""
+        """The live state; purging expired variables is a change (saved under the lock). A
+        member of a shared session is checked first: the state it loaded is not served once
+        the owner has dropped it."""
+        store = self._store
+        if isinstance(store, MemberStore):
+            owners = SessionOwners(store.store)
+            yield from call(owners.check, owners.acheck, *store.member)
         state = self._state
         if state.purged(self._now()) is state:
             return state
