@@ -334,6 +334,42 @@ async def test_a_dropped_member_is_refused_through_a_held_handle_in_async_code(
     assert snapshot(service.sessions, session) == before
 
 
+def read_history(store: SessionStore, session: str) -> Callable[[], object]:
+    history = AgentMemoryChatHistory(session, store=store, view="full")
+    return lambda: history.messages
+
+
+USERLESS_DOORS: dict[str, Callable[[SessionStore, str], Callable[[], object]]] = {
+    "chat history": read_history,
+    "chat history write": lambda store, session: functools.partial(
+        AgentMemoryChatHistory(session, store=store).add_messages, [HumanMessage("hi")]
+    ),
+    "working memory": lambda store, session: functools.partial(
+        WorkingMemory(session_id=session, store=store).get_variable, "card"
+    ),
+    "conversation buffer": lambda store, session: (
+        ConversationBufferMemory(session_id=session, store=store).get_all_messages
+    ),
+}
+
+
+@pytest.mark.parametrize("door", sorted(USERLESS_DOORS))
+def test_a_door_without_a_user_is_refused_once_a_user_claims_its_session(
+    deployment: Deployment, door: str
+) -> None:
+    """A door without a user, opened while nobody owned the session, waits there: once a
+    user claims the session, the door it holds reads and writes nothing of it."""
+    service = deployment.service
+    session = f"lobby-{uuid.uuid4().hex[:8]}"
+    held = USERLESS_DOORS[door](service.sessions, session)
+    alice = service.manager("alice", session)
+    alice.process_interaction(f"Book it on the card {CARD}, in the lobby.", "Booked.")
+    alice.update_working_memory("card", CARD)
+    service.sessions.set_state(session, SUMMARY_STATE_KEY, {"text": f"Alice paid with {CARD}"})
+    alice.consolidate()
+    assert_refused(Deployment(service, deployment.home, deployment.backend, session), held)
+
+
 def test_a_member_dropped_while_its_handle_is_built_gets_no_handle(
     deployment: Deployment, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -20,7 +20,10 @@ other user is refused. A session never consolidated goes to the first user who n
 **Doors without a user** (a chat history or a tier — ``WorkingMemory``,
 ``SummaryBufferMemory``, ... — built on a session store without ``user_id=``, for
 single-tenant apps) may use sessions nobody owns, and are refused on owned ones. A tier
-built with ``user_id=`` is that user's door.
+built with ``user_id=`` is that user's door. A door that is not the owner's (a member's,
+or one without a user) checks the owner record before every operation
+(:meth:`SessionOwners.door`, :class:`GuestStore`): a dropped member, or a door without a
+user on a session someone has since claimed, is refused even through a handle it holds.
 
 Owner keys are structural: ``owner_key("a:b", None)`` and ``owner_key("a", "b:-")`` differ,
 as every pair of (user, agent) does, because they are JSON arrays, never joined strings.
@@ -54,7 +57,7 @@ from agentmem.stores.base import SessionStore
 __all__ = [
     "CONSOLIDATION_STATE_KEY",
     "SESSION_OPERATIONS",
-    "MemberStore",
+    "GuestStore",
     "Principal",
     "SessionOwner",
     "SessionOwners",
@@ -235,11 +238,12 @@ class SessionOwners:
 
     def door(self, session_id: str, who: Principal | None) -> SessionStore:
         """Check ``who`` as :meth:`check` does, and return the store ``who``'s door on
-        ``session_id`` is to use: the store itself for the owner (or for a door without a
-        user on a session nobody owns), and for a member a view of it that checks the
-        owner record again before every operation on the session, so a member the owner
-        drops (:meth:`share`, from any process) is refused from the next one on, even
-        through a handle it already holds.
+        ``session_id`` is to use: the store itself for the session's owner, and for anyone
+        else (a member of a shared session, a door without a user on a session nobody owns
+        yet) a :class:`GuestStore` that checks the owner record again before every
+        operation on the session: a member the owner drops (:meth:`share`, from any
+        process), or a door without a user once a user has claimed the session, is refused
+        from its next operation on, even through a handle it already holds.
 
         Raises:
             SessionOwnershipError: The session is another user's and not shared with ``who``.
@@ -256,11 +260,11 @@ class SessionOwners:
         self, session_id: str, who: Principal | None, record: SessionOwner | None
     ) -> SessionStore:
         store = self.store
-        if who is None or record is None or record.owner == who:
+        if record is not None and record.owner == who:
             return store
-        if isinstance(store, MemberStore) and store.member == (session_id, who):
+        if isinstance(store, GuestStore) and store.guest == (session_id, who):
             return store
-        return cast(SessionStore, MemberStore(store, session_id, who))
+        return cast(SessionStore, GuestStore(store, session_id, who))
 
     @twin
     def share(
@@ -309,7 +313,7 @@ def _refused(session_id: str) -> SessionOwnershipError:
 
 
 #: The store operations that act on one session (their first argument), checked by
-#: :class:`MemberStore`; the others (owner records, listing, closing) pass through.
+#: :class:`GuestStore`; the others (owner records, listing, closing) pass through.
 SESSION_OPERATIONS = frozenset(
     {
         "append",
@@ -326,22 +330,23 @@ SESSION_OPERATIONS = frozenset(
 )
 
 
-class MemberStore:
-    """A session store as a member of one shared session uses it (see
-    :meth:`SessionOwners.door`): every operation on that session first reads the owner
-    record again and raises :class:`~agentmem.errors.SessionOwnershipError` once the member
-    is no longer admitted. Everything else is the store's own; it compares and hashes as
-    the store, so locks keyed by the store are the owner's handles' locks too.
+class GuestStore:
+    """A session store as a guest of one session uses it (see :meth:`SessionOwners.door`):
+    a member of a shared session, or a door without a user on a session nobody owned when
+    it was opened. Every operation on that session first reads the owner record again and
+    raises :class:`~agentmem.errors.SessionOwnershipError` once the guest is no longer
+    admitted. Everything else is the store's own; it compares and hashes as the store, so
+    locks keyed by the store are the owner's handles' locks too.
 
     Args:
         store: The session store.
-        session_id: The shared session.
-        who: The member.
+        session_id: The session.
+        who: The guest (``None``: a door without a user).
     """
 
-    def __init__(self, store: SessionStore, session_id: str, who: Principal) -> None:
+    def __init__(self, store: SessionStore, session_id: str, who: Principal | None) -> None:
         self.store = store
-        self.member = (session_id, who)
+        self.guest = (session_id, who)
         self._owners = SessionOwners(store)
 
     def __getattr__(self, name: str) -> Any:
@@ -349,7 +354,7 @@ class MemberStore:
         asynchronous = name.startswith("a") and name[1:] in SESSION_OPERATIONS
         if not (asynchronous or name in SESSION_OPERATIONS):
             return found
-        session_id, who = self.member
+        session_id, who = self.guest
         owners = self._owners
 
         if asynchronous:
@@ -369,10 +374,10 @@ class MemberStore:
         return checked
 
     def __eq__(self, other: object) -> bool:
-        return self.store == (other.store if isinstance(other, MemberStore) else other)
+        return self.store == (other.store if isinstance(other, GuestStore) else other)
 
     def __hash__(self) -> int:
         return hash(self.store)
 
     def __repr__(self) -> str:
-        return f"MemberStore({self.store!r}, session={self.member[0]!r})"
+        return f"GuestStore({self.store!r}, session={self.guest[0]!r})"

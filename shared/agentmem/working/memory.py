@@ -19,7 +19,7 @@ from typing import Any, TypeVar, overload
 from typing_extensions import TypedDict, Unpack
 
 from agentmem._sansio import Program, async_twin, call, locked, twin
-from agentmem.controller.ownership import MemberStore, SessionOwners, user_principal
+from agentmem.controller.ownership import GuestStore, SessionOwners, user_principal
 from agentmem.errors import ConfigurationError
 from agentmem.stores.base import SessionStore, validate_session_id
 from agentmem.stores.memory import InMemorySessionStore
@@ -192,11 +192,12 @@ class WorkingMemory:
     def _read(self) -> Program[WorkingState]:
         """The live state; purging expired variables is a change (saved under the lock). A
         member of a shared session is checked first: the state it loaded is not served once
-        the owner has dropped it."""
+        the owner has dropped it (nor, to a door without a user, once a user has claimed
+        the session)."""
         store = self._store
-        if isinstance(store, MemberStore):
+        if isinstance(store, GuestStore):
             owners = SessionOwners(store.store)
-            yield from call(owners.check, owners.acheck, *store.member)
+            yield from call(owners.check, owners.acheck, *store.guest)
         state = self._state
         if state.purged(self._now()) is state:
             return state
