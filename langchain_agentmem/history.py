@@ -36,7 +36,6 @@ from agentmem import ChatModel, MemoryManager, SummaryBufferMemory, TokenCounter
 from agentmem.errors import ConfigurationError
 from agentmem.integration import (
     DEFAULT_MODEL,
-    SessionOwners,
     SessionStore,
     aappend_turn,
     append_turn,
@@ -98,14 +97,14 @@ class AgentMemoryChatHistory(BaseChatMessageHistory):
             if store is None:
                 msg = "pass store= (a SQLiteSessionStore, RedisSessionStore, ...) or memory="
                 raise ConfigurationError(msg)
-            SessionOwners(store).check(session_id, None if user_id is None else (user_id, None))
             summarizer = LangChainChatModel(llm) if isinstance(llm, BaseChatModel) else llm
-            memory = SummaryBufferMemory(
+            memory = SummaryBufferMemory(  # checks the session's owner first
                 summarizer,
                 max_tokens=max_tokens,
                 session_id=session_id,
                 store=store,
                 token_counter=TokenCounter(model),
+                user_id=user_id,
             )
         elif memory.session_id != session_id:
             msg = f"memory holds session {memory.session_id!r}, not {session_id!r}"

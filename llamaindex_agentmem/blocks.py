@@ -39,6 +39,7 @@ from agentmem.integration import (
     MEMORY_BLOCK_OPEN,
     InMemorySessionStore,
     escape_line,
+    read_reply,
     render_memory_block,
     render_memory_line,
 )
@@ -72,6 +73,13 @@ def _drop_lines(text: str, tokens: int, counter: TokenCounter, keep_head: int) -
     while body and counter.count_text("\n".join([*head, *body, *tail])) > target:
         body.pop()
     return "\n".join([*head, *body, *tail]) if body else None
+
+
+def _render_facts(facts: list[str]) -> str:
+    """Facts as the block shows them and as the extraction prompts show them to the model:
+    one ``<fact>`` line each, escaped, so no fact can close its tag or the block around it
+    (LlamaIndex's own rendering puts them raw)."""
+    return "\n".join(f"<fact>{escape_line(fact)}</fact>" for fact in facts)
 
 
 class LongTermMemoryBlock(BaseMemoryBlock[str]):
@@ -253,14 +261,39 @@ class FactMemoryBlock(FactExtractionMemoryBlock):
 
     async def _aget(self, messages: list[ChatMessage] | None = None, **block_kwargs: Any) -> str:
         await self._aload()
-        # LlamaIndex's own rendering puts facts (model output from user text) raw between
-        # <fact> tags; escaped, no fact can close its tag or the block around it.
-        return "\n".join(f"<fact>{escape_line(fact)}</fact>" for fact in self.facts)
+        return _render_facts(self.facts)
 
     async def _aput(self, messages: list[ChatMessage]) -> None:
         await self._aload()
-        await super()._aput(messages)
+        if messages:
+            await self._extract(messages)
         await self._asave()
+
+    async def _extract(self, messages: list[ChatMessage]) -> None:
+        """LlamaIndex's extraction (and condensing past ``max_facts``), with its own prompts
+        and parsing, but the facts shown to the model escaped: LlamaIndex puts them raw
+        between ``<fact>`` tags inside ``<existing_facts>``, where a stored fact could close
+        the block. What the model writes back is read as plain text."""
+        prompt = self.fact_extraction_prompt_template.format_messages(
+            existing_facts=_render_facts(self.facts)
+        )
+        response = await self.llm.achat(messages=[*messages, *prompt])
+        for fact in self._parse_facts_xml(response.message.content or ""):
+            text = read_reply(fact).strip()
+            if text and text not in self.facts:
+                self.facts.append(text)
+        if len(self.facts) > self.max_facts:
+            prompt = self.fact_condense_prompt_template.format_messages(
+                existing_facts=_render_facts(self.facts), max_facts=self.max_facts
+            )
+            response = await self.llm.achat(messages=[*messages, *prompt])
+            condensed = [
+                text
+                for fact in self._parse_facts_xml(response.message.content or "")
+                if (text := read_reply(fact).strip())
+            ]
+            if condensed:  # an empty or unparsable answer keeps the facts (as LlamaIndex)
+                self.facts = condensed
 
     async def _asave(self) -> None:
         records = await self._long_term.aall_records(self._filter())

@@ -79,6 +79,11 @@ BLOCK_NAMES = (
     "long_term_memory",
     "memory",
     "system",
+    # agentmem's own prompts to a model (extraction, summary) and LlamaIndex's fact prompts.
+    "conversation",
+    "messages",
+    "existing_facts",
+    "facts",
 )
 #: Brackets a model reads as a tag's: ASCII, full-width, small, single guillemets, CJK,
 #: mathematical, technical, ornament, modifier-letter arrowheads, invisible tag characters.

@@ -18,7 +18,8 @@ for that and that users of the core do not, is here:
   history's append as that turn: a retry stores nothing twice);
 * **rendering memories as every agentmem prompt does** (delimited, escaped data):
   :data:`MEMORY_BLOCK_OPEN`, :data:`MEMORY_BLOCK_CLOSE`, :func:`render_memory_line`,
-  :func:`render_memory_block`, :func:`escape_line`;
+  :func:`render_memory_block`, :func:`escape_line`, and :func:`read_reply` (what a model
+  wrote after reading escaped data, as plain text);
 * **the types adapter signatures name**: :class:`SessionStore` and :class:`MemoryStore`
   (the store protocols), :class:`InMemorySessionStore`, :class:`SessionOwners` (who may
   use a session), :class:`ManagerConfig` (the managers' settings and defaults),
@@ -37,6 +38,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from agentmem._util.escape import read_reply
 from agentmem.checks import check_non_negative_int, check_positive_int
 from agentmem.context import (
     MEMORY_BLOCK_CLOSE,
@@ -92,6 +94,7 @@ __all__ = [
     "json_problem",
     "json_text",
     "model_label",
+    "read_reply",
     "render_memory_block",
     "render_memory_line",
     "text_problem",

@@ -442,7 +442,8 @@ def test_user_mismatch_is_refused_by_the_builder(home: Home) -> None:
             builder.build(mem.long_term, user_id="bob", manager_class=MemoryManager)
         other = builder.build(mem.long_term, manager_class=MemoryManager)  # a new session
         assert other.user_id == "alice"
-        assert other.session_id.startswith("alice-")
+        assert other.session_id.startswith("session-")
+        assert "alice" not in other.session_id  # a session id names nobody
         assert other.token_counter.model == DEFAULT_MODEL
 
 

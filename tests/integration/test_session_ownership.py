@@ -9,6 +9,7 @@ and Bob's long-term memory holds nothing.
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 import threading
@@ -22,7 +23,14 @@ import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 
-from agentmem import MemoryManager, MemoryService, SessionOwnershipError
+from agentmem import (
+    ConversationBufferMemory,
+    MemoryManager,
+    MemoryService,
+    SessionOwnershipError,
+    SummaryBufferMemory,
+    WorkingMemory,
+)
 from agentmem.cli import main
 from agentmem.controller.ownership import (
     SessionOwners,
@@ -180,6 +188,49 @@ def test_llamaindex_working_memory_block(deployment: Deployment) -> None:
     )
 
 
+TIERS: dict[str, Callable[[SessionStore, str, str | None], object]] = {
+    "working memory": lambda store, session, user: WorkingMemory(
+        session_id=session, store=store, user_id=user
+    ).get_context_for_llm(),
+    "summary buffer": lambda store, session, user: SummaryBufferMemory(
+        session_id=session, store=store, user_id=user
+    ).get_all_messages(),
+    "conversation buffer": lambda store, session, user: ConversationBufferMemory(
+        session_id=session, store=store, user_id=user
+    ).get_all_messages(),
+    "chat history on a given memory": lambda store, session, user: (
+        AgentMemoryChatHistory(
+            session, memory=SummaryBufferMemory(session_id=session, store=store, user_id=user)
+        ).messages
+    ),
+    "llamaindex working block on a given tier": lambda store, session, user: WorkingMemoryBlock(
+        working=WorkingMemory(session_id=session, store=store, user_id=user)
+    ),
+}
+
+
+@pytest.mark.parametrize("user", ["bob", None])
+@pytest.mark.parametrize("tier", sorted(TIERS))
+def test_every_tier_on_a_shared_store(deployment: Deployment, tier: str, user: str | None) -> None:
+    """The tiers themselves name a session on a store: built with another user (or with no
+    user) on Alice's session, they read and write nothing of it."""
+    service, session = deployment.service, deployment.session
+    assert_refused(deployment, lambda: TIERS[tier](service.sessions, session, user))
+    TIERS[tier](service.sessions, session, "alice")  # the owner's own door
+
+
+async def test_async_working_memory_on_a_shared_store(deployment: Deployment) -> None:
+    service, session = deployment.service, deployment.session
+    before = snapshot(service.sessions, session)
+    with pytest.raises(SessionOwnershipError):
+        await WorkingMemory.aopen(session_id=session, store=service.sessions, user_id="bob")
+    with pytest.raises(SessionOwnershipError):
+        await WorkingMemory.aopen(session_id=session, store=service.sessions)
+    assert snapshot(service.sessions, session) == before
+    mine = await WorkingMemory.aopen(session_id=session, store=service.sessions, user_id="alice")
+    assert mine.get_variable("card") == CARD
+
+
 async def test_async_door(deployment: Deployment) -> None:
     owners = SessionOwners(deployment.service.sessions)
     before = snapshot(deployment.service.sessions, deployment.session)
@@ -233,6 +284,90 @@ def test_a_shared_session_consolidates_into_each_members_own_memory(
     service.share_session(session, owner="alice", members=[])
     with pytest.raises(SessionOwnershipError):
         service.manager("bob", session)
+
+
+HELD_DOORS: dict[str, Callable[[MemoryService, str], Callable[[], object]]] = {
+    "manager log": lambda service, session: service.manager("bob", session).get_log,
+    "manager turn": lambda service, session: functools.partial(
+        service.manager("bob", session).process_interaction, "still here?", "yes"
+    ),
+    "manager reset": lambda service, session: service.manager("bob", session).clear_session,
+    "manager consolidation": lambda service, session: service.manager("bob", session).consolidate,
+    "working memory": lambda service, session: functools.partial(
+        service.manager("bob", session).working.get_variable, "card"
+    ),
+    "llamaindex memory": lambda service, session: (
+        AgentMemory.from_service(service, user_id="bob", session_id=session).get_all
+    ),
+    "tier built by the member": lambda service, session: (
+        WorkingMemory(session_id=session, store=service.sessions, user_id="bob").get_context_for_llm
+    ),
+}
+
+
+@pytest.mark.parametrize("door", sorted(HELD_DOORS))
+def test_a_dropped_member_is_refused_through_the_handles_it_holds(
+    deployment: Deployment, door: str
+) -> None:
+    """A member takes a handle while the session is shared; the owner then drops it: the
+    handle it still holds reads, writes, consolidates and resets nothing from then on."""
+    service, session = deployment.service, deployment.session
+    service.share_session(session, owner="alice", members=["bob"])
+    held = HELD_DOORS[door](service, session)
+    service.share_session(session, owner="alice", members=[])
+    assert_refused(deployment, held)
+
+
+async def test_a_dropped_member_is_refused_through_a_held_handle_in_async_code(
+    deployment: Deployment,
+) -> None:
+    service, session = deployment.service, deployment.session
+    service.share_session(session, owner="alice", members=["bob"])
+    bob = service.manager("bob", session)
+    assert [m.content for m in await bob.aget_log()][1] == "Noted."
+    service.share_session(session, owner="alice", members=[])
+    before = snapshot(service.sessions, session)
+    with pytest.raises(SessionOwnershipError):
+        await bob.aget_log()
+    with pytest.raises(SessionOwnershipError):
+        await bob.aprocess_interaction("still here?", "yes")
+    assert snapshot(service.sessions, session) == before
+
+
+def read_history(store: SessionStore, session: str) -> Callable[[], object]:
+    history = AgentMemoryChatHistory(session, store=store, view="full")
+    return lambda: history.messages
+
+
+USERLESS_DOORS: dict[str, Callable[[SessionStore, str], Callable[[], object]]] = {
+    "chat history": read_history,
+    "chat history write": lambda store, session: functools.partial(
+        AgentMemoryChatHistory(session, store=store).add_messages, [HumanMessage("hi")]
+    ),
+    "working memory": lambda store, session: functools.partial(
+        WorkingMemory(session_id=session, store=store).get_variable, "card"
+    ),
+    "conversation buffer": lambda store, session: (
+        ConversationBufferMemory(session_id=session, store=store).get_all_messages
+    ),
+}
+
+
+@pytest.mark.parametrize("door", sorted(USERLESS_DOORS))
+def test_a_door_without_a_user_is_refused_once_a_user_claims_its_session(
+    deployment: Deployment, door: str
+) -> None:
+    """A door without a user, opened while nobody owned the session, waits there: once a
+    user claims the session, the door it holds reads and writes nothing of it."""
+    service = deployment.service
+    session = f"lobby-{uuid.uuid4().hex[:8]}"
+    held = USERLESS_DOORS[door](service.sessions, session)
+    alice = service.manager("alice", session)
+    alice.process_interaction(f"Book it on the card {CARD}, in the lobby.", "Booked.")
+    alice.update_working_memory("card", CARD)
+    service.sessions.set_state(session, SUMMARY_STATE_KEY, {"text": f"Alice paid with {CARD}"})
+    alice.consolidate()
+    assert_refused(Deployment(service, deployment.home, deployment.backend, session), held)
 
 
 def test_a_member_dropped_while_its_handle_is_built_gets_no_handle(
@@ -337,6 +472,11 @@ def test_owner_keys_of_colliding_joined_ids_are_distinct(deployment: Deployment)
 # -- sessions written by earlier versions ----------------------------------------------------
 
 
+def joined_watermark_key(user: str, agent: str | None) -> str:
+    """The key the earlier version wrote a watermark under, whoever it was for."""
+    return f"consolidation:{user}:{agent or '-'}"
+
+
 def downgrade_to_version_1(db: Path) -> None:
     """Make ``db`` exactly what the earlier version wrote: schema version 1 (no owner table)
     and each watermark under its joined-string key."""
@@ -350,7 +490,7 @@ def downgrade_to_version_1(db: Path) -> None:
             user, agent = json.loads(key.removeprefix("consolidation:"))
             conn.execute(
                 "UPDATE agentmem_state SET key = ? WHERE session_id = ? AND key = ?",
-                (legacy_watermark_key((user, agent)), session, key),
+                (joined_watermark_key(user, agent), session, key),
             )
         conn.execute("PRAGMA user_version = 1")
     conn.close()
@@ -383,6 +523,54 @@ def test_sessions_of_earlier_versions_get_their_owner_on_first_use(tmp_path: Pat
         service.manager("dave", "never-consolidated")
         with pytest.raises(SessionOwnershipError):
             service.manager("carol", "never-consolidated")
+
+
+@pytest.mark.parametrize(
+    ("writer", "claimant"),
+    [
+        (("a:b", None), ("a", "b:-")),  # another user: both joined to "a:b:-"
+        (("a", "b:-"), ("a:b", None)),
+        (("alice", None), ("alice", "-")),  # another agent: both joined to "alice:-"
+        (("alice", "x:-"), ("alice:x", None)),
+    ],
+)
+def test_a_joined_watermark_of_an_earlier_version_is_claimed_by_nobody_it_may_not_name(
+    tmp_path: Path, writer: tuple[str, str | None], claimant: tuple[str, str | None]
+) -> None:
+    """An earlier version's watermark key joined the ids, so one key could be two
+    principals': a session it marks is never handed to the principal it does not name."""
+    with open_service(tmp_path, "sqlite", None) as service:
+        user, agent = writer
+        chat = service.manager(user, "legacy", agent_id=agent)
+        chat.process_interaction(f"My card number is {CARD}.", "Noted.")
+        assert chat.consolidate().written == 1
+    downgrade_to_version_1(tmp_path / "sessions.db")
+    with open_service(tmp_path, "sqlite", None) as service:
+        store = service.sessions
+        assert joined_watermark_key(*writer) == joined_watermark_key(*claimant)
+        assert joined_watermark_key(*writer) in store.state_keys("legacy")
+        before = snapshot(store, "legacy")
+        with pytest.raises(SessionOwnershipError):
+            service.manager(claimant[0], "legacy", agent_id=claimant[1])
+        assert snapshot(store, "legacy") == before
+        assert service.long_term(claimant[0], agent_id=claimant[1]).all_records() == []
+
+
+def test_a_new_session_id_names_nobody_and_fits_every_user_id(deployment: Deployment) -> None:
+    """A session made with ``session_id=None`` used to be ``USER-xxxxxxxxxxxx``: another
+    user's refusal then named its owner, and a user id of 244+ characters had no new
+    session (the id outgrew the 256-character limit)."""
+    service = deployment.service
+    alice = service.manager("alice")
+    assert "alice" not in alice.session_id
+    with pytest.raises(SessionOwnershipError) as caught:
+        service.manager("bob", alice.session_id)
+    assert alice.session_id in str(caught.value)
+    assert "alice" not in str(caught.value)
+    long_user = "u" * 256
+    chat = service.manager(long_user)
+    chat.process_interaction("hello", "hi")
+    assert service.manager(long_user, chat.session_id).get_log()[0].content == "hello"
 
 
 # -- the CLI ---------------------------------------------------------------------------------

@@ -7,13 +7,14 @@ from __future__ import annotations
 import html
 import shutil
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from llama_index.core.base.llms.types import ChatMessage
+from llama_index.core.base.llms.types import ChatMessage, ChatResponse
 from llama_index.core.llms import MockLLM
 from llama_index.core.memory import Memory
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
@@ -100,6 +101,58 @@ async def test_fact_block_holds_every_fact_as_data(
         for line in rendered.split("\n")
     ]
     assert shown == [" ".join(f.split()) for f in facts]  # every fact whole, as data
+
+
+class RecordingFactLLM(MockLLM):
+    """Answers LlamaIndex's fact prompts with ``answer`` (a ``<facts>`` reply), keeping
+    every prompt it was sent."""
+
+    def __init__(self, answer: str) -> None:
+        super().__init__()
+        self._answer = answer
+        self._prompts: list[str] = []
+
+    @property
+    def prompts(self) -> list[str]:
+        return self._prompts
+
+    async def achat(self, messages: Sequence[ChatMessage], **_: Any) -> ChatResponse:
+        self._prompts.append("\n".join(str(m.content) for m in messages))
+        return ChatResponse(message=ChatMessage(role="assistant", content=self._answer))
+
+
+def existing_facts_of(prompt: str) -> str:
+    """The ``<existing_facts>`` block of one of LlamaIndex's fact prompts."""
+    start = prompt.index("<existing_facts>")
+    return prompt[start : prompt.index("</existing_facts>", start) + len("</existing_facts>")]
+
+
+@pytest.mark.parametrize("disguise", DISGUISES[:10])
+async def test_fact_prompts_hold_the_stored_facts_as_data(home: Path, disguise: str) -> None:
+    """LlamaIndex renders the facts raw into its extraction and condense prompts: a
+    stored fact (another process's, an import's) must not close ``<existing_facts>``."""
+    long_term = LongTermMemory.open(user_id="alice", home=home, embedder=HashingEmbedder(DIM))
+    try:
+        seeded = FactMemoryBlock(long_term=long_term, llm=MockLLM())
+        seeded.facts = [HOSTILE, f"Alice notes {disguise}"]
+        await seeded._asave()
+        llm = RecordingFactLLM(answer="<facts><fact>Alice writes List&lt;int&gt;</fact></facts>")
+        block = FactMemoryBlock(long_term=long_term, llm=llm, max_facts=2)
+        await block.aput([ChatMessage(role="user", content="I write List<int>")])
+        assert len(llm.prompts) == 2  # extraction, then condensing past max_facts
+        for prompt in llm.prompts:
+            facts = existing_facts_of(prompt)
+            assert_tags(
+                facts,
+                [
+                    "<existing_facts>",
+                    *["<fact>", "</fact>"] * facts.count("<fact>"),
+                    "</existing_facts>",
+                ],
+            )
+        assert "Alice writes List<int>" in block.facts  # the reply read as plain text
+    finally:
+        long_term.close()
 
 
 async def test_working_memory_block_escapes_notes() -> None:

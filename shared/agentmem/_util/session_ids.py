@@ -7,10 +7,11 @@ session ids without importing a storage module.
 from __future__ import annotations
 
 import re
+import uuid
 
 from agentmem.errors import InvalidSessionIdError
 
-__all__ = ["MAX_SESSION_ID_LENGTH", "validate_session_id"]
+__all__ = ["MAX_SESSION_ID_LENGTH", "new_session_id", "validate_session_id"]
 
 MAX_SESSION_ID_LENGTH = 256
 _SESSION_ID = re.compile(r"[A-Za-z0-9_.:@\-]+")
@@ -39,3 +40,18 @@ def validate_session_id(session_id: object, *, what: str = "session_id") -> str:
         )
         raise InvalidSessionIdError(msg)
     return session_id
+
+
+def new_session_id() -> str:
+    """A fresh session id: random, and naming nobody.
+
+    It holds no user id: a session id is shown wherever the session is named (an
+    ownership error, a LangGraph thread, a log line), and must not tell whose it is. Its
+    length is fixed, so a new session works for a user id of any allowed length.
+
+    Example:
+        >>> sid = new_session_id()
+        >>> sid.startswith("session-"), len(sid), validate_session_id(sid) == sid
+        (True, 40, True)
+    """
+    return f"session-{uuid.uuid4().hex}"

@@ -24,12 +24,12 @@ Example:
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TypeVar, cast
 
 from typing_extensions import Unpack
 
+from agentmem._util.session_ids import new_session_id
 from agentmem.backends import BackendConfig, BackendOptions, acquire_stores, split_backend_options
 from agentmem.controller.config import ManagerConfig, ManagerSettings
 from agentmem.controller.consolidation import MemoryConsolidator
@@ -76,7 +76,7 @@ class ManagerBuilder:
     Example:
         >>> builder = ManagerBuilder(ManagerConfig(), sessions=sessions)  # doctest: +SKIP
         >>> builder.build(long_term, manager_class=MemoryManager).session_id  # doctest: +SKIP
-        'alice-3f2a9c0d1e4b'
+        'session-3f2a9c0d1e4b4f0a8c1d2e3f4a5b6c7d'
     """
 
     def __init__(
@@ -175,24 +175,34 @@ class ManagerBuilder:
             )
             raise ConfigurationError(msg)
         if session_id is None:
-            session_id = f"{owner}-{uuid.uuid4().hex[:12]}"
-        SessionOwners(self.sessions).check(session_id, (owner, long_term.scope.agent_id))
+            session_id = new_session_id()
+        agent = long_term.scope.agent_id
+        # The store this handle uses: for a member of a shared session, one that checks the
+        # owner record before every operation (a dropped member is refused at once).
+        sessions = SessionOwners(self.sessions).door(session_id, (owner, agent))
         config, counter = self.config, self.token_counter
         short_term = SummaryBufferMemory(
             self.llm,
             max_tokens=config.max_short_term_tokens,
             session_id=session_id,
-            store=self.sessions,
+            store=sessions,
             token_counter=counter,
+            user_id=owner,
+            agent_id=agent,
         )
         working = WorkingMemory(
-            session_id=session_id, store=self.sessions, clock=config.clock, token_counter=counter
+            session_id=session_id,
+            store=sessions,
+            clock=config.clock,
+            token_counter=counter,
+            user_id=owner,
+            agent_id=agent,
         )
         return manager_class(
             short_term=short_term,
             working=working,
             long_term=long_term,
-            consolidator=MemoryConsolidator(long_term, store=self.sessions, llm=self.llm),
+            consolidator=MemoryConsolidator(long_term, store=sessions, llm=self.llm),
             forgetting=ForgettingPolicy(clock=config.clock or utcnow),
             consolidate_every_tokens=config.consolidate_every_tokens,
             background=config.background,

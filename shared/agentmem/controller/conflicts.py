@@ -44,6 +44,7 @@ import numpy.typing as npt
 from pydantic import BaseModel, Field
 
 from agentmem._sansio import Program, async_twin, call, locked, twin
+from agentmem._util.escape import escape_line
 from agentmem.errors import ConfigurationError, LLMError
 from agentmem.llm import ChatModel, complete_json_program
 from agentmem.long_term.memory import LongTermMemory
@@ -342,12 +343,14 @@ class ConflictResolver:
 
     def _prompt(self, record: MemoryRecord, hits: Sequence[ScoredRecord]) -> list[dict[str, str]]:
         related = [h for h in hits if _cosine(h) >= self.related_threshold]
+        # Each memory one escaped line: none can pass for another's line or index.
         existing = "\n".join(
-            f"[{i}] ({h.record.created_at.date()}) {h.record.content}"
+            f"[{i}] ({h.record.created_at.date()}) {escape_line(h.record.content)}"
             for i, h in enumerate(related)
         )
         user = (
-            f"NEW ({record.created_at.date()}): {record.content}\n\nEXISTING:\n{existing}\n\n"
+            f"NEW ({record.created_at.date()}): {escape_line(record.content)}\n\n"
+            f"EXISTING:\n{existing}\n\n"
             'Answer as JSON: {"relation": ..., "existing_index": ..., "reason": ...}'
         )
         return [{"role": "system", "content": JUDGE_PROMPT}, {"role": "user", "content": user}]

@@ -50,6 +50,7 @@ from pydantic import (
 )
 
 from agentmem._sansio import Program, async_twin, call, twin
+from agentmem._util.escape import data_block, read_reply
 from agentmem._util.identifiers import to_identifier
 from agentmem.controller.conflicts import ConflictDecision, ConflictResolver
 from agentmem.controller.ownership import (
@@ -260,7 +261,7 @@ class MemoryConsolidator:
             for m in batch
             if m.content and m.role in ("user", "assistant")
         ]
-        user = "<conversation>\n" + "\n".join(lines) + "\n</conversation>"
+        user = data_block("conversation", lines)  # each message one escaped line
         return [
             {"role": "system", "content": EXTRACTION_PROMPT},
             {"role": "user", "content": user},
@@ -297,12 +298,12 @@ class MemoryConsolidator:
             key = f"{owner}:{session_id}:{first}:{last}:{index}"
             records.append(
                 self.memory.new_record(
-                    item.content,
+                    read_reply(item.content),
                     item.memory_type,
                     importance=item.importance,
                     id=str(uuid.uuid5(_NAMESPACE, key)),
                     subtype=item.subtype,
-                    concept=item.concept,
+                    concept=None if item.concept is None else read_reply(item.concept),
                     created_at=batch[-1].timestamp,
                     source_session_id=session_id,
                     source_message_ids=sources[index] if sources is not None else everything,
@@ -408,8 +409,8 @@ class MemoryConsolidator:
     def _get_state(self, session_id: str) -> Program[dict[str, Any] | None]:
         store = self.store
         state = yield from call(store.get_state, store.aget_state, session_id, self.state_key)
-        if state is None:  # written by an earlier version, under its joined-string key
-            legacy = legacy_watermark_key(self._owner())
+        legacy = legacy_watermark_key(self._owner())
+        if state is None and legacy is not None:  # an earlier version's joined-string key
             state = yield from call(store.get_state, store.aget_state, session_id, legacy)
         return state
 

@@ -17,8 +17,13 @@ one gets it, unless the session holds a consolidation watermark (earlier version
 per user who consolidated it): then only a user with a watermark there may claim it, and any
 other user is refused. A session never consolidated goes to the first user who names it.
 
-**Doors without a user** (a chat history built on a bare session store, for single-tenant
-apps) may use sessions nobody owns, and are refused on owned ones.
+**Doors without a user** (a chat history or a tier — ``WorkingMemory``,
+``SummaryBufferMemory``, ... — built on a session store without ``user_id=``, for
+single-tenant apps) may use sessions nobody owns, and are refused on owned ones. A tier
+built with ``user_id=`` is that user's door. A door that is not the owner's (a member's,
+or one without a user) checks the owner record before every operation
+(:meth:`SessionOwners.door`, :class:`GuestStore`): a dropped member, or a door without a
+user on a session someone has since claimed, is refused even through a handle it holds.
 
 Owner keys are structural: ``owner_key("a:b", None)`` and ``owner_key("a", "b:-")`` differ,
 as every pair of (user, agent) does, because they are JSON arrays, never joined strings.
@@ -27,13 +32,15 @@ Example:
     >>> from agentmem.stores import InMemorySessionStore
     >>> owners = SessionOwners(InMemorySessionStore())
     >>> owners.check("chat-1", ("alice", None))  # alice's first use claims it
+    SessionOwner(owner=('alice', None), members=())
     >>> owners.check("chat-1", ("bob", None))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     agentmem.errors.SessionOwnershipError: session 'chat-1' belongs to another user ...
     >>> owners.share("chat-1", owner=("alice", None), members=["bob"]).members
     (('bob', None),)
-    >>> owners.check("chat-1", ("bob", None))  # a member now
+    >>> owners.check("chat-1", ("bob", None)).members  # a member now
+    (('bob', None),)
 """
 
 from __future__ import annotations
@@ -41,7 +48,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, cast
 
 from agentmem._sansio import Program, async_twin, call, twin
 from agentmem.errors import InvalidValueError, SessionOwnershipError
@@ -49,13 +56,17 @@ from agentmem.stores.base import SessionStore
 
 __all__ = [
     "CONSOLIDATION_STATE_KEY",
+    "SESSION_OPERATIONS",
+    "GuestStore",
     "Principal",
     "SessionOwner",
     "SessionOwners",
     "legacy_watermark_key",
     "owner_key",
     "principal",
+    "user_principal",
     "watermark_key",
+    "watermark_keys",
 ]
 
 #: Who uses a session: ``(user_id, agent_id)``, ``agent_id`` ``None`` where none is used.
@@ -87,6 +98,22 @@ def principal(who: str | Sequence[str | None]) -> Principal:
     raise InvalidValueError(msg)
 
 
+def user_principal(user_id: str | None, agent_id: str | None = None) -> Principal | None:
+    """The principal a door was given as ``user_id`` / ``agent_id`` (``None`` for neither:
+    a door without a user, which may use only the sessions nobody owns).
+
+    Raises:
+        InvalidValueError: ``agent_id`` without ``user_id``, or an empty user id.
+
+    Example:
+        >>> user_principal("bob"), user_principal("bob", "planner"), user_principal(None)
+        (('bob', None), ('bob', 'planner'), None)
+    """
+    if user_id is None and agent_id is None:
+        return None
+    return principal((user_id, agent_id))
+
+
 def owner_key(who: Principal) -> str:
     """The text that names ``who`` in keys and ids: a JSON array, so no two principals share
     one however their ids are spelled.
@@ -105,11 +132,33 @@ def watermark_key(who: Principal) -> str:
     return f"{CONSOLIDATION_STATE_KEY}:{owner_key(who)}"
 
 
-def legacy_watermark_key(who: Principal) -> str:
-    """The key earlier versions kept ``who``'s watermark under (a joined string, which two
-    principals could share: read only to migrate)."""
+def legacy_watermark_key(who: Principal) -> str | None:
+    """The key earlier versions kept ``who``'s watermark under, or ``None`` when that key
+    could also be another principal's.
+
+    Earlier versions joined the ids (``consolidation:USER:AGENT``, ``-`` for no agent), so
+    ``("a:b", None)`` and ``("a", "b:-")`` shared ``consolidation:a:b:-``, and
+    ``("alice", "-")`` had ``("alice", None)``'s. Such a key cannot say whose it is: it is
+    read for nobody (a session of an earlier version whose only watermark is one of them
+    is claimed by nobody, rather than by the wrong principal). Read only to migrate.
+
+    Example:
+        >>> legacy_watermark_key(("alice", None)), legacy_watermark_key(("alice", "planner"))
+        ('consolidation:alice:-', 'consolidation:alice:planner')
+        >>> legacy_watermark_key(("a:b", None)) is None, legacy_watermark_key(("a", "b:-"))
+        (True, None)
+    """
     user, agent = who
+    if ":" in user or (agent is not None and (":" in agent or agent == "-")):
+        return None
     return f"{CONSOLIDATION_STATE_KEY}:{user}:{agent or '-'}"
+
+
+def watermark_keys(who: Principal) -> frozenset[str]:
+    """The session-state keys that hold ``who``'s consolidation watermark: its own key and
+    the unambiguous key of an earlier version (see :func:`legacy_watermark_key`)."""
+    legacy = legacy_watermark_key(who)
+    return frozenset({watermark_key(who)} if legacy is None else {watermark_key(who), legacy})
 
 
 @dataclass(frozen=True)
@@ -163,9 +212,10 @@ class SessionOwners:
     def __init__(self, store: SessionStore) -> None:
         self.store = store
 
-    def _check(self, session_id: str, who: Principal | None) -> Program[None]:
+    def _check(self, session_id: str, who: Principal | None) -> Program[SessionOwner | None]:
         """Let ``who`` use ``session_id``, claiming it when nobody owns it yet; ``who`` None
-        is a door that knows no user (it may use only sessions nobody owns).
+        is a door that knows no user (it may use only sessions nobody owns). Returns the
+        session's ownership record (``None``: nobody owns it, and ``who`` is None).
 
         Raises:
             SessionOwnershipError: The session is another user's and not shared with ``who``.
@@ -174,16 +224,47 @@ class SessionOwners:
         found = yield from call(store.get_owner, store.aget_owner, session_id)
         if found is None:
             if who is None:
-                return
+                return None
             yield from self._check_legacy(session_id, who)
             claim = SessionOwner(owner=who).to_json()
             found = yield from call(store.claim_owner, store.aclaim_owner, session_id, claim)
         record = SessionOwner.from_json(found)
         if who is None or not record.admits(who):
             raise _refused(session_id)
+        return record
 
     check = twin(_check)
     acheck = async_twin(check)
+
+    def door(self, session_id: str, who: Principal | None) -> SessionStore:
+        """Check ``who`` as :meth:`check` does, and return the store ``who``'s door on
+        ``session_id`` is to use: the store itself for the session's owner, and for anyone
+        else (a member of a shared session, a door without a user on a session nobody owns
+        yet) a :class:`GuestStore` that checks the owner record again before every
+        operation on the session: a member the owner drops (:meth:`share`, from any
+        process), or a door without a user once a user has claimed the session, is refused
+        from its next operation on, even through a handle it already holds.
+
+        Raises:
+            SessionOwnershipError: The session is another user's and not shared with ``who``.
+        """
+        record = self.check(session_id, who)
+        return self._door(session_id, who, record)
+
+    async def adoor(self, session_id: str, who: Principal | None) -> SessionStore:
+        """Async twin of :meth:`door`."""
+        record = await self.acheck(session_id, who)
+        return self._door(session_id, who, record)
+
+    def _door(
+        self, session_id: str, who: Principal | None, record: SessionOwner | None
+    ) -> SessionStore:
+        store = self.store
+        if record is not None and record.owner == who:
+            return store
+        if isinstance(store, GuestStore) and store.guest == (session_id, who):
+            return store
+        return cast(SessionStore, GuestStore(store, session_id, who))
 
     @twin
     def share(
@@ -218,7 +299,7 @@ class SessionOwners:
         store = self.store
         keys = yield from call(store.state_keys, store.astate_keys, session_id)
         marks = {k for k in keys if k.startswith(f"{CONSOLIDATION_STATE_KEY}:")}
-        if marks and not marks & {watermark_key(who), legacy_watermark_key(who)}:
+        if marks and not marks & watermark_keys(who):
             raise _refused(session_id)
 
 
@@ -229,3 +310,74 @@ def _refused(session_id: str) -> SessionOwnershipError:
         "(MemoryService.share_session)"
     )
     return SessionOwnershipError(msg)
+
+
+#: The store operations that act on one session (their first argument), checked by
+#: :class:`GuestStore`; the others (owner records, listing, closing) pass through.
+SESSION_OPERATIONS = frozenset(
+    {
+        "append",
+        "read",
+        "read_last",
+        "count",
+        "last_seq",
+        "get_state",
+        "set_state",
+        "state_keys",
+        "delete_state",
+        "clear",
+    }
+)
+
+
+class GuestStore:
+    """A session store as a guest of one session uses it (see :meth:`SessionOwners.door`):
+    a member of a shared session, or a door without a user on a session nobody owned when
+    it was opened. Every operation on that session first reads the owner record again and
+    raises :class:`~agentmem.errors.SessionOwnershipError` once the guest is no longer
+    admitted. Everything else is the store's own; it compares and hashes as the store, so
+    locks keyed by the store are the owner's handles' locks too.
+
+    Args:
+        store: The session store.
+        session_id: The session.
+        who: The guest (``None``: a door without a user).
+    """
+
+    def __init__(self, store: SessionStore, session_id: str, who: Principal | None) -> None:
+        self.store = store
+        self.guest = (session_id, who)
+        self._owners = SessionOwners(store)
+
+    def __getattr__(self, name: str) -> Any:
+        found = getattr(self.store, name)
+        asynchronous = name.startswith("a") and name[1:] in SESSION_OPERATIONS
+        if not (asynchronous or name in SESSION_OPERATIONS):
+            return found
+        session_id, who = self.guest
+        owners = self._owners
+
+        if asynchronous:
+
+            async def checked_async(target: str, /, *args: Any, **kwargs: Any) -> Any:
+                if target == session_id:
+                    await owners.acheck(session_id, who)
+                return await found(target, *args, **kwargs)
+
+            return checked_async
+
+        def checked(target: str, /, *args: Any, **kwargs: Any) -> Any:
+            if target == session_id:
+                owners.check(session_id, who)
+            return found(target, *args, **kwargs)
+
+        return checked
+
+    def __eq__(self, other: object) -> bool:
+        return self.store == (other.store if isinstance(other, GuestStore) else other)
+
+    def __hash__(self) -> int:
+        return hash(self.store)
+
+    def __repr__(self) -> str:
+        return f"GuestStore({self.store!r}, session={self.guest[0]!r})"

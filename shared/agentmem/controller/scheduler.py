@@ -59,7 +59,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from agentmem._sansio import Program, async_twin, blocking, call, drive, locked, twin
 from agentmem._util.checks import check_positive_int
-from agentmem.errors import StoreClosedError
+from agentmem.errors import SessionOwnershipError, StoreClosedError
 from agentmem.types import Message
 
 if TYPE_CHECKING:
@@ -241,6 +241,9 @@ class ConsolidationQueue:
                 if future.set_running_or_notify_cancel():
                     try:
                         future.set_result(job())
+                    except SessionOwnershipError as exc:  # its owner dropped the member since
+                        logger.warning("background consolidation of %r refused: %s", key, exc)
+                        future.set_exception(exc)
                     except BaseException as exc:
                         logger.exception("background consolidation of %r failed", key)
                         future.set_exception(exc)

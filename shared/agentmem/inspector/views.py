@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from agentmem.controller.ownership import SessionOwner, legacy_watermark_key, watermark_key
+from agentmem.controller.ownership import SessionOwner, watermark_keys
 from agentmem.long_term.records import MemoryRecord, RecordFilter
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ def sessions_of_user(service: MemoryService, user_id: str) -> list[str]:
     user's consolidation watermark, as the ownership rule for such sessions says.
     """
     store = service.sessions
-    marks = {watermark_key((user_id, None)), legacy_watermark_key((user_id, None))}
+    marks = watermark_keys((user_id, None))
     found = []
     for session in store.sessions():
         record = store.get_owner(session)

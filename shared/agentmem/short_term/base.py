@@ -29,6 +29,7 @@ from typing import Any
 
 from agentmem._sansio import Program, async_twin, call, twin
 from agentmem._util.checks import check_optional_int
+from agentmem.controller.ownership import SessionOwners, user_principal
 from agentmem.errors import ConfigurationError
 from agentmem.short_term._log import Unit, _LogMirror
 from agentmem.short_term.view import ShortTermView
@@ -51,6 +52,16 @@ class ShortTermMemory(ABC):
         token_counter: Counts tokens for the target model; ``TokenCounter(model)`` by default.
         model: Target model used when no ``token_counter`` is given.
         preserve_system: Keep system messages at the front of every view.
+        user_id: Whose conversation this is (with ``agent_id``, the agent's). A session
+            belongs to the user who first used it (see
+            :mod:`agentmem.controller.ownership`): on a store several users share, pass it,
+            and another user's session is refused. Without it the memory may use only
+            sessions that no user owns (single-tenant apps).
+        agent_id: The agent of ``user_id``, where sessions are kept per agent.
+
+    Raises:
+        SessionOwnershipError: ``store`` holds the session for another user (or for a
+            user, when no ``user_id`` is given); nothing was read or written.
     """
 
     def __init__(
@@ -61,9 +72,18 @@ class ShortTermMemory(ABC):
         token_counter: TokenCounter | None = None,
         model: str = DEFAULT_MODEL,
         preserve_system: bool = True,
+        user_id: str | None = None,
+        agent_id: str | None = None,
     ) -> None:
         self.session_id = validate_session_id(session_id)
-        self.store: SessionStore = store if store is not None else InMemorySessionStore()
+        who = user_principal(user_id, agent_id)
+        # The session's owner, before anything is read or written (a member's store checks
+        # it again at every operation).
+        self.store: SessionStore = (
+            SessionOwners(store).door(self.session_id, who)
+            if store is not None
+            else InMemorySessionStore()
+        )
         self.token_counter = token_counter if token_counter is not None else TokenCounter(model)
         self.preserve_system = preserve_system
         self._log = _LogMirror(self.token_counter)

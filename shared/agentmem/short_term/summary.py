@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from agentmem._sansio import Program, async_twin, call, twin
-from agentmem._util.escape import escape_markup
+from agentmem._util.escape import data_block, escape_markup, read_reply
 from agentmem.errors import ConfigurationError
 from agentmem.short_term.base import ShortTermMemory, check_limit
 from agentmem.short_term.view import ShortTermView
@@ -295,7 +295,7 @@ class SummaryBufferMemory(ShortTermMemory):
 
     def _next_state(self, reply: object, chunk: Sequence[int]) -> dict[str, Any] | None:
         """The state to save for ``reply`` covering ``chunk`` (``None``: no usable text)."""
-        text = reply.strip() if isinstance(reply, str) else ""
+        text = read_reply(reply).strip() if isinstance(reply, str) else ""
         if not text:
             self._failed(ValueError("the summarizer returned no text"), False)
             return None
@@ -353,10 +353,11 @@ class SummaryBufferMemory(ShortTermMemory):
     def _prompt(self, chunk: Sequence[int]) -> list[dict[str, Any]]:
         lines = [_transcript_line(self._log.messages[i]) for i in chunk]
         current = self.summary or "(none yet)"
+        # Both are data: escaped, the summary keeping its lines, each message on one line.
         user = (
-            f"Current summary:\n{current}\n\nNew messages:\n<messages>\n"
-            + "\n".join(lines)
-            + "\n</messages>\n\nUpdated summary:"
+            f"Current summary:\n{escape_markup(current)}\n\nNew messages:\n"
+            + data_block("messages", lines)
+            + "\n\nUpdated summary:"
         )
         return [{"role": "system", "content": SUMMARY_PROMPT}, {"role": "user", "content": user}]
 

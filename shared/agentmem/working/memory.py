@@ -19,6 +19,7 @@ from typing import Any, TypeVar, overload
 from typing_extensions import TypedDict, Unpack
 
 from agentmem._sansio import Program, async_twin, call, locked, twin
+from agentmem.controller.ownership import GuestStore, SessionOwners, user_principal
 from agentmem.errors import ConfigurationError
 from agentmem.stores.base import SessionStore, validate_session_id
 from agentmem.stores.memory import InMemorySessionStore
@@ -54,6 +55,8 @@ class WorkingMemoryOptions(TypedDict, total=False):
     token_counter: TokenCounter | None
     max_scratchpad_entries: int
     max_value_bytes: int
+    user_id: str | None
+    agent_id: str | None
 
 
 @overload
@@ -99,6 +102,15 @@ class WorkingMemory:
         max_scratchpad_entries: How many scratchpad steps to keep.
         max_value_bytes: Largest variable value (as UTF-8 JSON) or text entry accepted
             (64 KiB by default).
+        user_id: Whose session this is (with ``agent_id``, the agent's). A session belongs
+            to the user who first used it (see :mod:`agentmem.controller.ownership`): on a
+            store several users share, pass it, and another user's session is refused.
+            Without it the working memory may use only sessions that no user owns.
+        agent_id: The agent of ``user_id``, where sessions are kept per agent.
+
+    Raises:
+        SessionOwnershipError: ``store`` holds the session for another user (or for a
+            user, when no ``user_id`` is given); nothing was read or written.
 
     Example:
         >>> wm = WorkingMemory()
@@ -118,16 +130,23 @@ class WorkingMemory:
         token_counter: TokenCounter | None = None,
         max_scratchpad_entries: int = 50,
         max_value_bytes: int = v.DEFAULT_MAX_VALUE_BYTES,
+        user_id: str | None = None,
+        agent_id: str | None = None,
     ) -> None:
         if clock is not None and not callable(clock):
             msg = f"clock must be a zero-argument callable returning a datetime, got {clock!r}"
             raise ConfigurationError(msg)
         self._session_id = validate_session_id(session_id)
-        self._store: SessionStore = store if store is not None else InMemorySessionStore()
+        self._who = user_principal(user_id, agent_id)
         self._clock: Callable[[], datetime] = clock if clock is not None else utcnow
         self._counter = token_counter
         self._max_steps = v.check_positive_int(max_scratchpad_entries, "max_scratchpad_entries")
         self._max_bytes = v.check_positive_int(max_value_bytes, "max_value_bytes")
+        self._store: SessionStore = (  # checks the session's owner (see ShortTermMemory)
+            SessionOwners(store).door(self._session_id, self._who)
+            if store is not None
+            else InMemorySessionStore()
+        )
         self._key = ("agentmem.working", id(self))
         self._state = WorkingState()
         if store is not None:
@@ -145,7 +164,7 @@ class WorkingMemory:
         """
         self = cls(**options)
         if store is not None:
-            self._store = store
+            self._store = await SessionOwners(store).adoor(self._session_id, self._who)
             await self.areload()
         return self
 
@@ -171,7 +190,14 @@ class WorkingMemory:
         return result
 
     def _read(self) -> Program[WorkingState]:
-        """The live state; purging expired variables is a change (saved under the lock)."""
+        """The live state; purging expired variables is a change (saved under the lock). A
+        member of a shared session is checked first: the state it loaded is not served once
+        the owner has dropped it (nor, to a door without a user, once a user has claimed
+        the session)."""
+        store = self._store
+        if isinstance(store, GuestStore):
+            owners = SessionOwners(store.store)
+            yield from call(owners.check, owners.acheck, *store.guest)
         state = self._state
         if state.purged(self._now()) is state:
             return state
