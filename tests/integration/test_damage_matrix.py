@@ -227,7 +227,7 @@ DAMAGES: dict[str, Callable[[Path], None]] = {
     "truncated": truncated,
     "altered": altered,
 }
-#: More kinds of damage, for the files agentmem itself writes (and those Edge loads first).
+#: More kinds of damage, for the files agentmem itself writes (Edge's get :data:`DAMAGES`).
 MORE_DAMAGES: dict[str, Callable[[Path], None]] = {
     "cut by one byte": cut_by_one,
     "altered at the end": altered_at_end,
@@ -288,8 +288,8 @@ def store_of(kind: str) -> str:
 
 
 def cases_of(homes: dict[str, Path], files: dict[str, tuple[str, str]]) -> list[tuple[str, str]]:
-    """Each file kind x each damage that changes it (the files agentmem writes, and those
-    Edge reads first, get :data:`MORE_DAMAGES` too), and the aimed damages."""
+    """Each file kind x each damage that changes it (the files agentmem writes get
+    :data:`MORE_DAMAGES` too), and the aimed damages."""
     cases = [(kind, damage) for kind in files for damage in DAMAGES]
     cases += [
         (kind, damage)
