@@ -225,3 +225,21 @@ def test_a_kill_while_edge_loads_the_shard_leaves_a_store_that_opens(
     assert killed.returncode == -9
     with QdrantEdgeStore(path, dimension=3) as store:
         assert store.count(ALICE) == 8
+
+
+def test_stored_data_that_does_not_decode_is_damage(pristine: Path, tmp_path: Path) -> None:
+    # Without a manifest to check (a store left by a crash, or whose manifest was deleted)
+    # Edge loads a payload file altered in its data, and fails only when it reads it: that
+    # failure is damage, with the way back, not a bare store error.
+    path = copy_of(pristine, tmp_path / "long_term")
+    (path / "agentmem-manifest.json").unlink()
+    data = segment(path) / "payload_storage" / "page_0.dat"
+    raw = bytearray(data.read_bytes())
+    raw[raw.index(b"fact 3")] = 0x01  # a control character inside a stored payload's JSON
+    data.write_bytes(bytes(raw))
+    with (
+        QdrantEdgeStore(path, dimension=3) as store,
+        pytest.raises(StoreCorruptedError, match="agentmem restore") as caught,
+    ):
+        store.scroll(ALICE, filter=RecordFilter(include_history=True), limit=100)
+    assert "could not decode" in str(caught.value)

@@ -20,7 +20,8 @@ RAM at once and in the file within :data:`FLUSH_SECONDS` (one frame per flush, f
 :data:`FLUSH_SECONDS` **second**. Explicit writes of these fields (``set_fields``, an
 upsert) go to the payload, and, for a memory the file holds, to the file before the call
 returns, so the file never overrides a newer write. A crash in the middle of an append
-leaves a torn last frame: dropped at the next load. Damage elsewhere raises
+leaves a torn last frame (the file ends inside it, or in zeros a power loss left): dropped at
+the next load. Damage elsewhere (a whole frame failing its checksum included) raises
 :class:`~agentmem.errors.StoreCorruptedError`. An append that fails (a full disk) is cut
 off again at once, fsync'ed, and its entries stay in RAM for the next flush; if even the
 cut fails, the next flush cuts it before it appends: a frame is never written after a torn
@@ -347,7 +348,7 @@ def _read(root: Path, path: Path) -> tuple[dict[str, Entry], int]:
         length, crc = _FRAME.unpack_from(data, position) if end <= len(data) else (0, 0)
         body = data[end : end + length]
         if end > len(data) or len(body) < length or zlib.crc32(body) != crc:
-            if end + length < len(data):
+            if not _torn(data, end, length, body):
                 raise damaged(root, f"{path} has a damaged frame at byte {position}")
             logger.info("dropping a torn last frame of %s (a crash while writing it)", path)
             os.truncate(path, position)
@@ -366,6 +367,21 @@ def _read(root: Path, path: Path) -> tuple[dict[str, Entry], int]:
         held += len(frame)
         position = end + length
     return table, held
+
+
+def _torn(data: bytes, end: int, length: int, body: bytes) -> bool:
+    """Whether a frame that fails its check (its header ending at ``end``) is the last one,
+    torn by a crash while it was appended: the file ends inside it, or it ends in zeros (a
+    power loss may leave a block of the append unwritten). A whole frame of other bytes
+    that fails its checksum is damage, wherever it is.
+
+    Example:
+        >>> _torn(b"hdr" + b"{}", 3, 10, b"{}"), _torn(b"hdr" + b"{x}", 3, 3, b"{x}")
+        (True, False)
+    """
+    if end + length < len(data):
+        return False
+    return end > len(data) or len(body) < length or body.endswith(b"\0")
 
 
 def ordered_by_access(

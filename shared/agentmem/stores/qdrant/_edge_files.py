@@ -36,6 +36,7 @@ __all__ = [
     "check_shard_files",
     "corrupted",
     "edge_errors",
+    "is_undecodable",
     "read_ahead",
     "shard_state",
 ]
@@ -94,6 +95,22 @@ def check_shard_files(path: Path) -> None:
 
 
 _NOT_DAMAGE = ("Permission denied", "No space left", "Read-only file system", "Too many open")
+#: What Edge says when stored bytes it reads do not decode (a payload, a compressed value,
+#: a record of its own format): the files are damaged, whatever the operation.
+_UNDECODABLE = ("Failed to decode", "Failed to deserialize", "Failed to decompress", "corrupt")
+
+
+def is_undecodable(exc: BaseException) -> bool:
+    """Whether the plain ``Exception`` Edge raised says that stored data does not decode.
+
+    Example:
+        >>> is_undecodable(Exception("Service runtime error: Failed to decode value: ..."))
+        True
+        >>> is_undecodable(Exception("Wrong input: bad filter"))
+        False
+    """
+    text = str(exc)
+    return type(exc) is Exception and any(marker in text for marker in _UNDECODABLE)
 
 
 @contextlib.contextmanager

@@ -337,13 +337,23 @@ _ESSENTIAL = frozenset(
 )
 
 
+#: Files of a generation that agentmem writes and never deletes from it (replaced whole at
+#: most): the access statistics (see :mod:`agentmem.stores.qdrant._edge_access`).
+_KEPT = frozenset({"agentmem-access.log"})
+
+
 def check_listed(root: Path, manifest: Manifest) -> None:
     """For a manifest in the ``"open"`` state (written to since, maybe a crash): the files
     no segment can load without are still there, in each listed segment that still exists
-    (Edge may have merged others away, and rewrites the rest)."""
+    (Edge may have merged others away, and rewrites the rest), and so are the files of
+    :data:`_KEPT` it lists."""
     directory = generation_dir(root, manifest.generation)
     for relative in sorted(manifest.files):
         parts = relative.split("/")
+        if relative in _KEPT:
+            if not (directory / relative).exists():
+                raise damaged(root, f"{directory / relative} is missing (the manifest lists it)")
+            continue
         if parts[-1] not in _ESSENTIAL:
             continue
         if len(parts) > 1 and not (directory / parts[0] / parts[1]).is_dir():

@@ -89,6 +89,7 @@ from agentmem.stores.qdrant._edge_files import (
     CONFIG_FILE,
     corrupted,
     edge_errors,
+    is_undecodable,
     read_ahead,
     shard_state,
 )
@@ -509,7 +510,11 @@ class QdrantEdgeStore(MemoryStoreEngine):
             except Exception as exc:
                 if type(exc) is not Exception:  # ours, or a builtin with a meaning
                     raise
-                # qdrant_edge reports every engine failure as a plain Exception.
+                # qdrant_edge reports every engine failure as a plain Exception; stored
+                # data that does not decode (a damaged file found while reading) is damage.
+                if is_undecodable(exc):
+                    problem = f"Qdrant Edge could not decode what it read ({exc})"
+                    raise manifests.damaged(self._path, problem) from exc
                 msg = f"Qdrant Edge at {self._path} failed: {exc}"
                 raise StoreError(msg) from exc
 
