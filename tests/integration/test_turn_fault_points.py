@@ -21,7 +21,6 @@ import subprocess
 import sys
 import textwrap
 import time
-import uuid
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,30 +29,20 @@ from typing import Any
 import pytest
 
 from agentmem import MemoryManager, MemoryService
+from agentmem.controller.ownership import SESSION_OPERATIONS
 from agentmem.stores.base import SessionStore
-from agentmem.stores.memory import InMemorySessionStore
 from agentmem.stores.qdrant.edge import QdrantEdgeStore
-from agentmem.stores.redis import RedisSessionStore
 from agentmem.stores.sqlite import SQLiteSessionStore
 from tests.fakes import HashingEmbedder
 from tests.processes import child_env, run_python
+from tests.session_stores import open_session_store
 
 pytestmark = pytest.mark.integration
 
 DIM = 64
 FIRST = ("first turn", "ok")
 SAID = ("I keep my bike in the blue shed", "Noted: the blue shed.")
-CALLS = (
-    "append",
-    "read",
-    "read_last",
-    "count",
-    "last_seq",
-    "get_state",
-    "set_state",
-    "state_keys",
-    "delete_state",
-)
+CALLS = tuple(sorted(SESSION_OPERATIONS - {"clear"}))  # every call a turn makes on its session
 
 
 class Fault(ConnectionError):
@@ -113,15 +102,7 @@ class FaultAt:
 def stores(
     request: pytest.FixtureRequest, tmp_path: Path
 ) -> Iterator[tuple[SessionStore, QdrantEdgeStore]]:
-    kind = str(request.param)
-    sessions: SessionStore
-    if kind == "memory":
-        sessions = InMemorySessionStore()
-    elif kind == "sqlite":
-        sessions = SQLiteSessionStore(tmp_path / "sessions.db")
-    else:
-        url = request.getfixturevalue("redis_url" if kind == "redis" else "redis_cluster_url")
-        sessions = RedisSessionStore.from_url(url, prefix=f"faults{uuid.uuid4().hex[:10]}")
+    sessions = open_session_store(request, str(request.param), tmp_path)
     memories = QdrantEdgeStore(tmp_path / "long_term", dimension=DIM)
     try:
         yield sessions, memories

@@ -10,7 +10,6 @@ appended on every call.
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -19,11 +18,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from agentmem.errors import TurnConflictError
 from agentmem.stores.base import SessionStore
-from agentmem.stores.memory import InMemorySessionStore
-from agentmem.stores.redis import RedisSessionStore
-from agentmem.stores.sqlite import SQLiteSessionStore
 from agentmem.types import Message
 from langchain_agentmem import AgentMemoryChatHistory
+from tests.session_stores import open_session_store
 
 pytestmark = pytest.mark.integration
 
@@ -34,15 +31,7 @@ class Lost(ConnectionError):
 
 @pytest.fixture(params=["memory", "sqlite", "redis"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SessionStore]:
-    kind = str(request.param)
-    sessions: SessionStore
-    if kind == "memory":
-        sessions = InMemorySessionStore()
-    elif kind == "sqlite":
-        sessions = SQLiteSessionStore(tmp_path / "sessions.db")
-    else:
-        url = request.getfixturevalue("redis_url")
-        sessions = RedisSessionStore.from_url(url, prefix=f"hist{uuid.uuid4().hex[:10]}")
+    sessions = open_session_store(request, str(request.param), tmp_path)
     try:
         yield sessions
     finally:
