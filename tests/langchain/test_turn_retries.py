@@ -47,20 +47,24 @@ class LostReply(AgentMiddleware):
         super().__init__()
         self.failed = 0
 
+    def loses(self, response: ModelResponse[Any]) -> bool:
+        """Whether this reply is the one lost."""
+        return not self.failed
+
     def wrap_model_call(
         self,
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResponse[Any]:
         response = handler(request)
-        if not self.failed:
+        if self.loses(response):
             self.failed += 1
             raise ConnectionError("the reply was lost")
         return response
 
     async def awrap_model_call(self, request: ModelRequest[Any], handler: Any) -> Any:
         response = await handler(request)
-        if not self.failed:
+        if self.loses(response):
             self.failed += 1
             raise ConnectionError("the reply was lost")
         return response
@@ -193,17 +197,9 @@ def test_a_model_call_retried_after_recording_failed_records_the_new_answer(
 class LostFinalReply(LostReply):
     """Loses the reply of the first model call that answers (not a tool call)."""
 
-    def wrap_model_call(
-        self,
-        request: ModelRequest[Any],
-        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
-    ) -> ModelResponse[Any]:
-        response = handler(request)
+    def loses(self, response: ModelResponse[Any]) -> bool:
         final = response.result[-1]
-        if not self.failed and isinstance(final, AIMessage) and not final.tool_calls:
-            self.failed += 1
-            raise ConnectionError("the reply was lost")
-        return response
+        return not self.failed and isinstance(final, AIMessage) and not final.tool_calls
 
 
 def test_a_streamed_tool_calling_turn_retried_and_replayed_is_recorded_once(
