@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentmem import SummaryBufferMemory
+from agentmem._util.escape import escape_markup, read_reply
 from agentmem.controller.conflicts import ConflictResolver
 from agentmem.controller.consolidation import MemoryConsolidator
 from agentmem.long_term import LongTermMemory
@@ -141,3 +143,32 @@ def test_every_disguised_tag_stays_inside_the_prompts() -> None:
     consolidator = MemoryConsolidator(alices_memory(), store=InMemorySessionStore(), llm=llm)
     consolidator.consolidate_session([Message(role="user", content=said)], session_id="s1")
     assert_tags(llm.calls[0][-1]["content"], ["<conversation>", "</conversation>"])
+
+
+ENTITY_LIKE = st.text(
+    alphabet=st.sampled_from(list("&;#xX0123456789abcdefFAltgmpcoyrqusn =?<>\uff1c\u00ab")),
+    max_size=40,
+)
+
+
+@given(st.one_of(st.text(max_size=60), ENTITY_LIKE))
+def test_a_reply_read_back_is_exactly_what_was_escaped(text: str) -> None:
+    """Read back, escaped text is the text itself, whatever ``&`` runs it holds."""
+    assert read_reply(escape_markup(text)) == text
+
+
+@pytest.mark.parametrize(
+    "plain",
+    [
+        "https://example.com/?a=1&copy=2&not=3&para=4&reg=1",
+        "x &lt y and &gt without their semicolons",
+        "&#x41; &#65; &eacute; &nbsp; &quot;quoted&quot;",
+        "&#x110000; &#99999999;",
+    ],
+)
+def test_a_reply_with_references_agentmem_never_makes_is_left_as_written(plain: str) -> None:
+    """Only the references escaping makes are read back: a URL's ``&copy=`` or an entity
+    the model wrote for another reason stays as written, and reading again changes
+    nothing (a rolling summary is read back at every pass)."""
+    assert read_reply(plain) == plain
+    assert read_reply(read_reply(plain)) == plain

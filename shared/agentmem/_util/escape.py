@@ -17,8 +17,9 @@ What it does:
 So escaped text holds no character a tag could be made of, neither ``<`` nor a look-alike:
 no stored value can close its block or open another one as a model would read it —
 whatever its case, its inner spaces (``< /recalled_memories >``) or its brackets
-(``＜／recalled_memories＞``, ``〈/fact〉``). Nothing is lost: ``html.unescape`` gives the
-text back exactly (:func:`escape_markup`; :func:`escape_line` also collapses whitespace).
+(``＜／recalled_memories＞``, ``〈/fact〉``). Nothing is lost: :func:`read_reply` (or
+``html.unescape``) gives the text back exactly (:func:`escape_markup`; :func:`escape_line`
+also collapses whitespace).
 Ordinary text without brackets or ``&`` reads as it was written.
 
 agentmem's own prompts to a model (memory extraction, the rolling summary, conflict
@@ -36,7 +37,6 @@ Example:
 
 from __future__ import annotations
 
-import html
 import re
 from collections.abc import Iterable
 
@@ -116,12 +116,34 @@ def data_block(tag: str, lines: Iterable[str]) -> str:
     return "\n".join([f"<{tag}>", *(escape_line(line) for line in lines), f"</{tag}>"])
 
 
+_ESCAPED = re.compile(r"&(?:(amp|lt|gt)|#[xX]([0-9A-Fa-f]{1,6})|#([0-9]{1,7}));")
+_NAMED = {"amp": "&", "lt": "<", "gt": ">"}
+_REVERSIBLE = LOOKALIKE_BRACKETS | {"&", "<", ">"}
+
+
+def _unreference(match: re.Match[str]) -> str:
+    name, hexadecimal, decimal = match.groups()
+    if name:
+        return _NAMED[name]
+    code = int(hexadecimal, 16) if hexadecimal else int(decimal)
+    char = chr(code) if code <= 0x10FFFF else ""
+    return char if char in _REVERSIBLE else match.group()
+
+
 def read_reply(text: str) -> str:
-    """What a model wrote after reading escaped data, as plain text: the character
-    references it copied (``&lt;``, ``&#xFF1C;``) back as the characters they stand for.
+    """What a model wrote after reading escaped data, as plain text: the references
+    :func:`escape_markup` makes (``&amp;``, ``&lt;``, ``&gt;`` and the character references
+    of :data:`LOOKALIKE_BRACKETS`, hexadecimal or decimal) back as the characters they
+    stand for. Nothing else is touched: ``&copy=2`` in a URL, ``&para;``, ``&lt`` without
+    its semicolon or ``&#x41;`` stay as written, so reading a reply again changes nothing
+    more.
 
     Example:
-        >>> read_reply("Alice writes List&lt;int&gt; &amp; more")
-        'Alice writes List<int> & more'
+        >>> read_reply("Alice writes List&lt;int&gt; &amp; more, &#xFF1C;x&#xFF1E;")
+        'Alice writes List<int> & more, ＜x＞'
+        >>> read_reply("https://e.com/?a=1&copy=2&para=3 &lt y &#x41;")
+        'https://e.com/?a=1&copy=2&para=3 &lt y &#x41;'
     """
-    return html.unescape(text)
+    if "&" not in text:
+        return text
+    return _ESCAPED.sub(_unreference, text)
