@@ -39,6 +39,22 @@ def test_a_torn_last_frame_is_dropped(tmp_path: Path) -> None:
         assert path.read_bytes() == MAGIC + frame({"a": [1, None, None]})
 
 
+@pytest.mark.parametrize("zeros", [1, 8, 4096])
+def test_a_zero_filled_tail_is_dropped(tmp_path: Path, zeros: int) -> None:
+    """A power loss during an append may leave whole blocks of zeros after the last frame
+    (its header too): torn, not damage."""
+    path = written(tmp_path, WHOLE + b"\0" * zeros)
+    table, _ = access._read(tmp_path, path)
+    assert set(table) == {"a", "b"}
+    assert path.read_bytes() == WHOLE
+
+
+def test_an_empty_frame_before_others_is_refused(tmp_path: Path) -> None:
+    path = written(tmp_path, MAGIC + b"\0" * 8 + frame({"a": [1, None, None]}))
+    with pytest.raises(StoreCorruptedError):
+        access._read(tmp_path, path)
+
+
 @pytest.mark.parametrize("where", [-2, len(MAGIC) + 12])
 def test_a_whole_frame_failing_its_checksum_is_refused(tmp_path: Path, where: int) -> None:
     damaged = bytearray(WHOLE)

@@ -344,6 +344,10 @@ def _read(root: Path, path: Path) -> tuple[dict[str, Entry], int]:
     table: dict[str, Entry] = {}
     held, position = 0, len(_MAGIC)
     while position < len(data):
+        if not data[position:].strip(b"\0"):  # only zeros left: a block a power loss left
+            logger.info("dropping a zero-filled tail of %s (a crash while appending)", path)
+            os.truncate(path, position)
+            break
         end = position + _FRAME.size
         length, crc = _FRAME.unpack_from(data, position) if end <= len(data) else (0, 0)
         body = data[end : end + length]
