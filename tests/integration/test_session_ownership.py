@@ -690,3 +690,30 @@ def test_memory_tools_refuse_another_users_thread(deployment: Deployment) -> Non
         )
     assert snapshot(service.sessions, deployment.session) == before
     assert service.long_term("bob").all_records() == []
+
+
+async def test_a_tier_on_an_async_only_store_checks_the_owner_at_its_first_operation(
+    redis_url: str,
+) -> None:
+    """Building a short-term memory reads nothing (a store with only an async client
+    cannot read synchronously); its first operation checks the owner, and claims a new
+    session for its user."""
+    import redis.asyncio
+
+    from agentmem import ConversationBufferMemory
+    from agentmem.stores.redis import RedisSessionStore
+
+    client = redis.asyncio.Redis.from_url(redis_url)
+    store = RedisSessionStore(async_client=client, prefix=f"async-{uuid.uuid4().hex[:8]}")
+    session = f"chat-{uuid.uuid4().hex[:8]}"
+    try:
+        alice = ConversationBufferMemory(session_id=session, store=store, user_id="alice")
+        await alice.aadd_message("user", "my card ends in 4242")
+        bob = ConversationBufferMemory(session_id=session, store=store, user_id="bob")
+        with pytest.raises(SessionOwnershipError):
+            await bob.aget_all_messages()
+        with pytest.raises(SessionOwnershipError):
+            await bob.aadd_message("user", "let me in")
+        assert [m["content"] for m in await alice.aget_all_messages()] == ["my card ends in 4242"]
+    finally:
+        await client.aclose()

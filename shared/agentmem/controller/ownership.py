@@ -338,6 +338,11 @@ class GuestStore:
     admitted. Everything else is the store's own; it compares and hashes as the store, so
     locks keyed by the store are the owner's handles' locks too.
 
+    It also serves as a door checked at its first operation rather than when opened (a
+    tier built on an async-only store must not read at construction): once a check finds
+    ``who`` is the session's owner (the first check claims a session nobody owns), the
+    operations that follow go straight to the store.
+
     Args:
         store: The session store.
         session_id: The session.
@@ -348,6 +353,11 @@ class GuestStore:
         self.store = store
         self.guest = (session_id, who)
         self._owners = SessionOwners(store)
+        self._owner = False  # a check found ``who`` owns the session: no more checks
+
+    def _admitted(self, record: SessionOwner | None) -> None:
+        if record is not None and record.owner == self.guest[1]:
+            self._owner = True
 
     def __getattr__(self, name: str) -> Any:
         found = getattr(self.store, name)
@@ -360,15 +370,15 @@ class GuestStore:
         if asynchronous:
 
             async def checked_async(target: str, /, *args: Any, **kwargs: Any) -> Any:
-                if target == session_id:
-                    await owners.acheck(session_id, who)
+                if target == session_id and not self._owner:
+                    self._admitted(await owners.acheck(session_id, who))
                 return await found(target, *args, **kwargs)
 
             return checked_async
 
         def checked(target: str, /, *args: Any, **kwargs: Any) -> Any:
-            if target == session_id:
-                owners.check(session_id, who)
+            if target == session_id and not self._owner:
+                self._admitted(owners.check(session_id, who))
             return found(target, *args, **kwargs)
 
         return checked

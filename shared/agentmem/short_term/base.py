@@ -25,11 +25,11 @@ from __future__ import annotations
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from agentmem._sansio import Program, async_twin, call, twin
 from agentmem._util.checks import check_optional_int
-from agentmem.controller.ownership import SessionOwners, user_principal
+from agentmem.controller.ownership import GuestStore, user_principal
 from agentmem.errors import ConfigurationError
 from agentmem.short_term._log import Unit, _LogMirror
 from agentmem.short_term.view import ShortTermView
@@ -60,8 +60,10 @@ class ShortTermMemory(ABC):
         agent_id: The agent of ``user_id``, where sessions are kept per agent.
 
     Raises:
-        SessionOwnershipError: ``store`` holds the session for another user (or for a
-            user, when no ``user_id`` is given); nothing was read or written.
+        SessionOwnershipError: From the first operation on (building one reads nothing, so
+            a store with only an async client serves it too): ``store`` holds the session
+            for another user (or for a user, when no ``user_id`` is given); nothing was
+            read or written.
     """
 
     def __init__(
@@ -77,13 +79,16 @@ class ShortTermMemory(ABC):
     ) -> None:
         self.session_id = validate_session_id(session_id)
         who = user_principal(user_id, agent_id)
-        # The session's owner, before anything is read or written (a member's store checks
-        # it again at every operation).
-        self.store: SessionStore = (
-            SessionOwners(store).door(self.session_id, who)
-            if store is not None
-            else InMemorySessionStore()
-        )
+        # The session's owner is checked at the first operation, before anything is read or
+        # written (not here: a store may have only an async client), and again at every
+        # operation for anyone but the owner.
+        self.store: SessionStore
+        if store is None:
+            self.store = InMemorySessionStore()
+        elif isinstance(store, GuestStore) and store.guest == (self.session_id, who):
+            self.store = store  # a door already checking this guest (a member's handle)
+        else:
+            self.store = cast(SessionStore, GuestStore(store, self.session_id, who))
         self.token_counter = token_counter if token_counter is not None else TokenCounter(model)
         self.preserve_system = preserve_system
         self._log = _LogMirror(self.token_counter)
