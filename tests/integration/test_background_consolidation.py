@@ -72,6 +72,23 @@ def test_a_burst_of_turns_is_one_queued_consolidation(service: MemoryService) ->
     assert alice.consolidate().messages == 0  # the one run took every turn
 
 
+def test_turns_through_two_handles_on_one_session_are_one_queued_consolidation(
+    service: MemoryService,
+) -> None:
+    """A with_settings copy hands out its own handle on the session: both handles' turns
+    queue one job (the key names the session's store, not the handle's door on it)."""
+    queue = service.consolidation
+    gate = hold_the_worker(queue)
+    one = service.manager("alice", "two-doors")
+    other = service.with_settings(max_short_term_tokens=4000).manager("alice", "two-doors")
+    assert one is not other
+    one.process_interaction("alice likes kayaks", "noted")
+    other.process_interaction("alice likes canoes", "noted")
+    assert queue.pending == 1
+    gate.set()
+    assert service.wait_for_consolidation(timeout=60) is True
+
+
 def test_a_question_waits_for_its_answer(service: MemoryService) -> None:
     queue = service.consolidation
     gate = hold_the_worker(queue)

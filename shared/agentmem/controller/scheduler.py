@@ -333,7 +333,9 @@ class ConsolidationScheduler:
         every handle on the session gets the same key, so they share one queued job."""
         scope = self.consolidator.memory.scope
         store, session_id = self.short_term.store, self.short_term.session_id
-        return (id(store), scope.user_id, scope.agent_id, session_id)
+        # hash(), not id(): a handle's door on the store (GuestStore) hashes as the store,
+        # so every handle's door on one store names the same job.
+        return (hash(store), scope.user_id, scope.agent_id, session_id)
 
     # -- triggering ------------------------------------------------------------------------
 
