@@ -190,6 +190,9 @@ class ManagerBuilder:
             user_id=owner,
             agent_id=agent,
         )
+        # The door above was checked just now: the tier uses it as it is (the store itself
+        # for the owner, shared by every handle), not a door of its own checked again.
+        short_term.store = sessions
         working = WorkingMemory(
             session_id=session_id,
             store=sessions,
