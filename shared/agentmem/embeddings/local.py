@@ -21,6 +21,10 @@ needs few torch threads; at load, unless ``torch_threads`` is given or ``OMP_NUM
 forward passes leave cores to the threads serving requests. That setting is process-wide.
 A child process forked while the parent loads a model or runs a forward pass gets fresh
 locks (and a worker thread of its own): it loads and embeds as the parent does.
+The forward pass runs traced, as one call into torch, wherever the trace gives
+sentence-transformers' vectors (checked at load; :mod:`agentmem.embeddings.traced`): an eager
+pass needs the GIL back after each of its operators, and waits for it while other threads
+of the process run Python.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ from agentmem.errors import ConfigurationError, InvalidValueError
 
 if TYPE_CHECKING:  # the cache (and numpy) load with the default embedder, not with the CLI
     from agentmem.embeddings.cache import CachedEmbedder
+    from agentmem.embeddings.traced import TracedPipeline
 
 __all__ = [
     "ALL_MINILM_L6_V2",
@@ -201,6 +206,10 @@ class SentenceTransformerEmbedder:
         torch_threads: Torch intra-op threads to set at load (process-wide); ``None``:
             :func:`default_torch_threads`, unless ``OMP_NUM_THREADS`` or
             ``MKL_NUM_THREADS`` is set (then torch keeps its own choice).
+        trace: Run the forward pass traced (:mod:`agentmem.embeddings.traced`): one call
+            into torch, so threads of the process that run Python slow it little. Used only
+            where the trace gives ``encode``'s vectors (checked at load); ``False``: always
+            sentence-transformers' ``encode``.
 
     Raises:
         ConfigurationError: Bad options, a missing model directory, or (on first use) a
@@ -227,6 +236,7 @@ class SentenceTransformerEmbedder:
         expected_sha256: str | None = None,
         too_long: Literal["truncate", "error"] = "truncate",
         torch_threads: int | None = None,
+        trace: bool = True,
     ) -> None:
         check_positive_int(batch_size, "batch_size")
         if torch_threads is not None:
@@ -269,8 +279,10 @@ class SentenceTransformerEmbedder:
         self.normalize = normalize
         self.too_long = too_long
         self.torch_threads = torch_threads
+        self.trace = trace
         self._expected = expected.lower() if verify_sha256 and expected else None
         self._model: Any = None
+        self._traced: TracedPipeline | None = None
         self._computed_sha256: str | None = None
         self._reset_locks()
         reset_after_fork(self, SentenceTransformerEmbedder._reset_locks)
@@ -372,7 +384,16 @@ class SentenceTransformerEmbedder:
             msg = f"could not load the sentence-transformers model in {str(self.path)!r}: {exc}"
             raise ConfigurationError(msg) from exc
         _set_torch_threads(self.torch_threads)
-        logger.debug("loaded %s on %s", self.model_name, self.device)
+        if self.trace:
+            from agentmem.embeddings.traced import trace_pipeline
+
+            self._traced = trace_pipeline(model, device=self.device)
+        logger.debug(
+            "loaded %s on %s (%s)",
+            self.model_name,
+            self.device,
+            "traced" if self._traced is not None else "eager",
+        )
         return model
 
     # -- Embedder --------------------------------------------------------------------------
@@ -442,18 +463,22 @@ class SentenceTransformerEmbedder:
     def _forward(self, items: list[str], query: bool) -> list[list[float]]:
         """One forward pass (on the worker thread)."""
         model = self._model
+        traced = self._traced
         # encode_query/encode_document (sentence-transformers >= 5) apply the model's
-        # query/document prompts when its config defines them.
+        # query/document prompts when its config defines them (a traced pipeline has none).
         name = "encode_query" if query else "encode_document"
         encode = getattr(model, name, model.encode)
         with self._encode_lock:
-            array = encode(
-                items,
-                batch_size=len(items),
-                normalize_embeddings=self.normalize,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
+            if traced is not None:
+                array = traced.encode(items, normalize=self.normalize)
+            else:
+                array = encode(
+                    items,
+                    batch_size=len(items),
+                    normalize_embeddings=self.normalize,
+                    convert_to_numpy=True,
+                    show_progress_bar=False,
+                )
         vectors: list[list[float]] = array.tolist()
         return vectors
 

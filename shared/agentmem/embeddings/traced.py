@@ -1,0 +1,177 @@
+"""A sentence-transformers pipeline run as one call into torch: the forward pass, traced.
+
+Why: torch releases the GIL inside each operator it runs and takes it back afterwards. An
+eager forward pass of all-MiniLM-L6-v2 runs about 150 operators, so about 150 times it
+needs the GIL back; when other threads of the process run Python (the requests a
+``MemoryService`` serves while the embedding worker computes), each of those takes up to
+the interpreter's switch interval (5 ms). Measured on the 2-core machine, one pass of one
+query took 13 ms alone and 717 ms beside one busy Python thread. Traced with TorchScript,
+the transformer, its pooling and normalization run in torch's C++ interpreter, which takes
+the GIL back once: 10 ms alone, 36 ms beside the same thread, and the same vectors.
+
+:func:`trace_pipeline` traces only what it can reproduce (a ``Transformer`` module, then
+``Pooling`` by mean or by the first token, then optionally ``Normalize``; no prompts; on
+CPU), and keeps the trace only if it gives the vectors of ``SentenceTransformer.encode`` on
+probe texts of several lengths, alone and padded in a batch (within
+:data:`TOLERANCE`). Otherwise it returns ``None`` and the embedder keeps ``encode``.
+TorchScript is deprecated in recent torch (in maintenance); where it is gone, the same
+fallback applies.
+
+Imported only with the local model (it imports torch).
+
+Example:
+    >>> from sentence_transformers import SentenceTransformer  # doctest: +SKIP
+    >>> traced = trace_pipeline(SentenceTransformer("all-MiniLM-L6-v2/"))  # doctest: +SKIP
+    >>> traced.encode(["tabs, not spaces"], normalize=True).shape  # doctest: +SKIP
+    (1, 384)
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from typing import Any
+
+import numpy as np
+import torch
+
+__all__ = ["TOLERANCE", "TracedPipeline", "trace_pipeline"]
+
+logger = logging.getLogger(__name__)
+
+#: The largest difference from ``encode``'s vectors (any coordinate) a trace may give.
+TOLERANCE = 1e-5
+
+# Probe texts: one word piece to about forty, so the check covers a batch of unequal
+# lengths (padded) and texts alone. (Truncation is the tokenizer's, shared with encode().)
+_PROBES = (
+    "x",
+    "What did I say about the trip to Oslo last spring?",
+    "Tabs, not spaces; and a second clause, with numbers 12 and 3.5 in it.",
+    "a longer text, with commas and words of every kind " * 3,
+)
+_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+
+
+class TracedPipeline:
+    """A traced sentence-transformers pipeline: texts in, sentence embeddings out.
+
+    Not thread-safe (the tokenizer is not): one thread at a time, as the embedder's worker
+    thread calls it. Made by :func:`trace_pipeline`.
+    """
+
+    def __init__(
+        self, model: Any, module: Any, inputs: tuple[str, ...], *, normalized: bool
+    ) -> None:
+        self._model = model
+        self._module = module
+        self._inputs = inputs
+        self._normalized = normalized  # the pipeline ends with Normalize
+
+    def encode(self, texts: list[str], *, normalize: bool) -> np.ndarray:
+        """The embeddings of ``texts`` (float32, one row per text), L2-normalized when
+        ``normalize`` (as ``encode(normalize_embeddings=...)``)."""
+        features = _features(self._model, texts)
+        with torch.inference_mode():
+            out = self._module(*(features[name] for name in self._inputs))
+            if normalize and not self._normalized:  # one more operator only if needed
+                out = torch.nn.functional.normalize(out, p=2.0, dim=1)
+        return out.numpy()  # type: ignore[no-any-return]
+
+
+def trace_pipeline(model: Any, *, device: str = "cpu") -> TracedPipeline | None:
+    """``model`` (a loaded ``SentenceTransformer``) traced, or ``None`` when its pipeline is
+    not one this module reproduces or the trace does not give ``encode``'s vectors (see the
+    module docs). Takes about a second (the trace and the check's passes).
+    """
+    if device != "cpu":
+        return None
+    try:
+        pooled = _pooled_module(model)
+        if pooled is None:
+            return None
+        features = _features(model, list(_PROBES[:2]))  # unequal lengths: padded
+        inputs = tuple(name for name in _INPUTS if name in features)
+        if inputs[:2] != _INPUTS[:2]:
+            return None
+        module = _trace(pooled, tuple(features[name] for name in inputs))
+        traced = TracedPipeline(model, module, inputs, normalized=pooled.normalize)
+        if not _reproduces(model, traced):
+            logger.debug("the traced pipeline differs from encode(): not used")
+            return None
+    except Exception as exc:  # any failure to trace: the embedder keeps encode()
+        logger.debug("could not trace the pipeline (%s): encode() is used", exc)
+        return None
+    return traced
+
+
+def _pooled_module(model: Any) -> _Pooled | None:
+    """A ``torch.nn.Module`` computing the pipeline's sentence embedding from the tokenizer's
+    tensors, or ``None`` for a pipeline this module does not reproduce."""
+    modules = list(model)
+    names = [type(module).__name__ for module in modules]
+    if names not in (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normalize"]):
+        return None
+    prompts = getattr(model, "prompts", None) or {}
+    if any(prompts.values()) or getattr(model, "default_prompt_name", None):
+        return None
+    config = modules[1].get_config_dict()
+    mode = config.get("pooling_mode")
+    if mode not in ("mean", "cls") or not config.get("include_prompt", True):
+        return None
+    transformer = getattr(modules[0], "auto_model", None)
+    if not isinstance(transformer, torch.nn.Module):
+        return None
+    return _Pooled(transformer, mean=mode == "mean", normalize=len(modules) == 3).eval()
+
+
+def _features(model: Any, texts: list[str]) -> dict[str, Any]:
+    """The tokenizer's tensors for ``texts``, exactly as ``encode`` makes them."""
+    preprocess = getattr(model, "preprocess", None) or model.tokenize
+    return dict(preprocess(texts))
+
+
+def _trace(module: Any, example: tuple[Any, ...]) -> Any:
+    # Quiet on purpose: torch.jit.trace's DeprecationWarning (handled: this module falls
+    # back to encode() where TorchScript is gone), and the TracerWarnings of the attention
+    # mask's Python branches, which are constant for an encoder (no causal mask, no cache);
+    # _reproduces() checks the result on other lengths and batch sizes.
+    with warnings.catch_warnings(), torch.inference_mode():
+        warnings.simplefilter("ignore")
+        return torch.jit.trace(module, example, check_trace=False)  # type: ignore[no-untyped-call]
+
+
+def _reproduces(model: Any, traced: TracedPipeline) -> bool:
+    texts = list(_PROBES)
+    batches = [texts, texts[:1], texts[1:2]]
+    for batch in batches:
+        want = model.encode(
+            batch, batch_size=len(batch), convert_to_numpy=True, show_progress_bar=False
+        )
+        got = traced.encode(batch, normalize=False)
+        if got.shape != want.shape or float(np.abs(got - want).max()) > TOLERANCE:
+            return False
+    return True
+
+
+class _Pooled(torch.nn.Module):
+    """Transformer, then mean (over the attention mask) or first-token pooling, then
+    optionally L2 normalization: sentence-transformers' ``Pooling`` and ``Normalize``."""
+
+    def __init__(self, transformer: torch.nn.Module, *, mean: bool, normalize: bool) -> None:
+        super().__init__()
+        self.transformer = transformer
+        self.mean = mean
+        self.normalize = normalize
+
+    def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
+        kwargs = dict(zip(_INPUTS, inputs, strict=False))
+        tokens: torch.Tensor = self.transformer(**kwargs, return_dict=False)[0]
+        if self.mean:
+            weights = kwargs["attention_mask"].unsqueeze(-1).to(tokens.dtype)
+            pooled = (tokens * weights).sum(1) / weights.sum(1).clamp(min=1e-9)
+        else:
+            pooled = tokens[:, 0]
+        if self.normalize:
+            pooled = torch.nn.functional.normalize(pooled, p=2.0, dim=1)
+        return pooled
