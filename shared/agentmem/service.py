@@ -473,6 +473,28 @@ class MemoryService:
                     del self._handles[key]
         return record
 
+    def assign_session(self, session_id: str, *, owner: str | Principal) -> SessionOwner:
+        """Make ``owner`` the owner of a session nobody owns yet: an operator's way to give
+        back a session of an earlier agentmem that no user may claim by naming it (one whose
+        consolidation watermark cannot say whose it is, e.g. an owner id with ``:``). The
+        earlier version's watermark of ``owner`` is kept, so consolidation goes on where it
+        stopped. See :mod:`agentmem.controller.ownership`.
+
+        Example:
+            >>> service.assign_session("chat-2023", owner=("a:b", None))  # doctest: +SKIP
+            SessionOwner(owner=('a:b', None), members=())
+
+        Raises:
+            SessionOwnershipError: The session already belongs to someone else.
+            InvalidSessionIdError: ``session_id`` is not a valid session id.
+            InvalidValueError: ``owner`` is not a user id or a ``(user_id, agent_id)`` pair.
+        """
+        self._check_open()
+        record = SessionOwners(self.sessions).assign(session_id, owner=owner)
+        with self._lock:
+            self._shared.sharings.changed(session_id)
+        return record
+
     def _new_handle(
         self, user_id: str, session_id: str | None, agent_id: str | None
     ) -> MemoryManager:

@@ -556,6 +556,61 @@ def test_a_joined_watermark_of_an_earlier_version_is_claimed_by_nobody_it_may_no
         assert service.long_term(claimant[0], agent_id=claimant[1]).all_records() == []
 
 
+@pytest.mark.parametrize("door", ["service", "cli", "async"])
+def test_an_operator_assigns_a_session_nobody_may_claim_to_its_owner(
+    tmp_path: Path, door: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A session of an earlier version whose joined watermark key cannot say whose it is
+    (owner "a:b", or agent "-") is refused to everyone, its owner included; an operator
+    assigns it, and consolidation goes on from the earlier watermark (nothing twice)."""
+    owner = ("a:b", None)
+    with open_service(tmp_path, "sqlite", None) as service:
+        chat = service.manager("a:b", "legacy")
+        chat.process_interaction(f"My card number is {CARD}.", "Noted.")
+        assert chat.consolidate().written == 1
+    downgrade_to_version_1(tmp_path / "sessions.db")
+    with open_service(tmp_path, "sqlite", None) as service:
+        store = service.sessions
+        with pytest.raises(SessionOwnershipError):
+            service.manager("a:b", "legacy")  # its owner too: the key names nobody
+        if door == "service":
+            record = service.assign_session("legacy", owner="a:b")
+            assert record.owner == owner
+        elif door == "async":
+            import asyncio
+
+            record = asyncio.run(SessionOwners(store).aassign("legacy", owner="a:b"))
+            assert record.owner == owner
+        else:
+            assert main(["--home", str(tmp_path), "assign-session", "legacy", "--user", "a:b"]) == 0
+            assert "session legacy belongs to a:b" in capsys.readouterr().out
+        assert store.get_owner("legacy") == {"version": 1, "owner": ["a:b", None], "members": []}
+        assert watermark_key(owner) in store.state_keys("legacy")
+        again = service.manager("a:b", "legacy")
+        assert again.consolidate().written == 0  # its earlier watermark still counts
+        assert len(service.long_term("a:b").all_records()) == 1
+        with pytest.raises(SessionOwnershipError):
+            service.manager("a", "legacy", agent_id="b:-")  # the look-alike stays out
+        # Assigning it to its owner again changes nothing; to someone else is refused.
+        assert service.assign_session("legacy", owner="a:b").owner == owner
+        before = snapshot(store, "legacy")
+        with pytest.raises(SessionOwnershipError, match="already has an owner"):
+            service.assign_session("legacy", owner=("a", "b:-"))
+        assert snapshot(store, "legacy") == before
+
+
+def test_assign_session_refuses_an_owned_session_from_the_cli(
+    deployment: Deployment, capsys: pytest.CaptureFixture[str]
+) -> None:
+    service, session = deployment.service, deployment.session
+    before = snapshot(service.sessions, session)
+    code = main(["--home", str(deployment.home), "assign-session", session, "--user", "bob"])
+    assert code == 1
+    assert "already has an owner" in capsys.readouterr().err
+    assert snapshot(service.sessions, session) == before
+    assert service.sessions.get_owner(session)["owner"] == ["alice", None]
+
+
 def test_a_new_session_id_names_nobody_and_fits_every_user_id(deployment: Deployment) -> None:
     """A session made with ``session_id=None`` used to be ``USER-xxxxxxxxxxxx``: another
     user's refusal then named its owner, and a user id of 244+ characters had no new

@@ -266,6 +266,15 @@ def _parser() -> argparse.ArgumentParser:
     inspect.add_argument(
         "--allow-edits", action="store_true", help="allow forgetting, pinning, correcting"
     )
+    assign = command(
+        "assign-session",
+        cmds,
+        "assign_session_command",
+        "give a session nobody owns to --user (an operator's decision)",
+        epilog=ASSIGN_EPILOG,
+    )
+    assign.add_argument("session_id", metavar="SESSION", help="the session id")
+    assign.add_argument("--agent", help="the owner's agent id, if it used one (default: none)")
     _backup_commands(sub)
     _reembed_command(sub)
     return parser
@@ -290,6 +299,15 @@ def _backup_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     )
     for parser in (backup, restore, repair):
         parser.add_argument("--home", **here)  # type: ignore[arg-type]
+
+
+ASSIGN_EPILOG = """\
+A session belongs to the user who first used it. A session written by an earlier agentmem
+has no owner record; one whose consolidation watermark cannot say whose it is (an owner id
+with ':', an agent id '-') is refused to every user, its owner included. This command, run
+by whoever runs the stores, makes --user (and --agent) its owner and keeps that user's
+earlier watermark. A session that already has an owner is refused.
+"""
 
 
 REEMBED_HELP = "re-embed every memory with a new embedding model (resumable)"

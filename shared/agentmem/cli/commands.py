@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from agentmem.long_term import LongTermMemory
 
 __all__ = [
+    "assign_session_command",
     "context_command",
     "export_command",
     "forget_command",
@@ -263,4 +264,26 @@ def ingest_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     finally:
         manager.close()
     out.write(summary + "\n")
+    return 0
+
+
+def assign_session_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """``agentmem assign-session SESSION --user U [--agent A]``: an operator gives a session
+    nobody owns (one of an earlier version that no user may claim) to its owner."""
+    from agentmem._util.session_ids import validate_session_id
+    from agentmem.backends import acquire_session_store
+    from agentmem.controller.ownership import SessionOwners
+
+    user = common.check_user(args)
+    session = validate_session_id(args.session_id, what="SESSION")
+    agent = None if args.agent is None else validate_session_id(args.agent, what="--agent")
+    config = common.resolve_config(args)
+    common.check_home(config)
+    lease = acquire_session_store(config)
+    try:
+        SessionOwners(lease.value).assign(session, owner=(user, agent))
+    finally:
+        lease.release()
+    who = user if agent is None else f"{user} (agent {agent})"
+    out.write(f"session {session} belongs to {who}\n")
     return 0

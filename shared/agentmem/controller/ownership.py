@@ -16,6 +16,10 @@ watermark and writes only that member's long-term memory.
 one gets it, unless the session holds a consolidation watermark (earlier versions kept one
 per user who consolidated it): then only a user with a watermark there may claim it, and any
 other user is refused. A session never consolidated goes to the first user who names it.
+A session whose watermark key cannot say whose it is (an owner id with ``:``, see
+:func:`legacy_watermark_key`) is claimed by nobody that way; an operator who knows its owner
+gives it with :meth:`SessionOwners.assign` (``MemoryService.assign_session``, or
+``agentmem assign-session``).
 
 **Doors without a user** (a chat history or a tier — ``WorkingMemory``,
 ``SummaryBufferMemory``, ... — built on a session store without ``user_id=``, for
@@ -293,6 +297,41 @@ class SessionOwners:
         return record
 
     ashare = async_twin(share)
+
+    @twin
+    def assign(self, session_id: str, *, owner: str | Principal) -> Program[SessionOwner]:
+        """An operator's decision: ``owner`` owns ``session_id``, a session nobody owns yet,
+        whatever watermarks an earlier version left in it. The way back for a session of an
+        earlier version that no user may claim by naming it (see the module docs). The
+        earlier version's watermark of ``owner`` (its joined-string key) becomes the owner's,
+        so consolidation goes on where it stopped. Assigning a session to its owner again
+        changes nothing.
+
+        Raises:
+            SessionOwnershipError: The session already belongs to someone else (an owner
+                moves nothing here; sharing is :meth:`share`).
+            InvalidValueError: ``owner`` is not a user id or a (user, agent) pair.
+        """
+        who = principal(owner)
+        store = self.store
+        claim = SessionOwner(owner=who).to_json()
+        found = yield from call(store.claim_owner, store.aclaim_owner, session_id, claim)
+        record = SessionOwner.from_json(found)
+        if record.owner != who:
+            msg = (
+                f"session {session_id!r} already has an owner; assign gives only a session "
+                "nobody owns (its owner can share it: MemoryService.share_session)"
+            )
+            raise SessionOwnershipError(msg)
+        own, joined = watermark_key(who), f"{CONSOLIDATION_STATE_KEY}:{who[0]}:{who[1] or '-'}"
+        keys = yield from call(store.state_keys, store.astate_keys, session_id)
+        if own not in keys and joined in keys:
+            mark = yield from call(store.get_state, store.aget_state, session_id, joined)
+            if mark is not None:
+                yield from call(store.set_state, store.aset_state, session_id, own, mark)
+        return record
+
+    aassign = async_twin(assign)
 
     def _check_legacy(self, session_id: str, who: Principal) -> Program[None]:
         """A session of an earlier version with watermarks goes only to a user who has one."""
