@@ -78,6 +78,10 @@ T = TypeVar("T")
 
 logger = logging.getLogger(__name__)
 
+#: Builds of one handle that ``manager`` checks against concurrent ``share_session`` calls
+#: before it hands out the last one built without caching it.
+_BUILD_ATTEMPTS = 3
+
 
 class _Fixed(ReadOnlyDelegate[T]):
     """An attribute of an open :class:`MemoryService`, fixed when it opens: its handles are
@@ -408,6 +412,7 @@ class MemoryService:
             return self._new_handle(user_id, None, agent_id)
         key = (user_id, session_id, agent_id)
         sharings = self._shared.sharings
+        attempts = 0
         while True:
             with self._lock:
                 self._check_open()
@@ -425,7 +430,12 @@ class MemoryService:
                 if sharings.generation(session_id) != generation:
                     # share_session changed the members since the check (maybe dropping
                     # this user): check again rather than cache what it may have revoked.
-                    continue
+                    attempts += 1
+                    if attempts < _BUILD_ATTEMPTS:
+                        continue
+                    # Shared anew at every attempt: hand this one out uncached. It is safe:
+                    # a member's door rereads the owner record before each operation.
+                    return handle
                 handle, _ = self._handles.setdefault(key, (handle, generation))
                 while len(self._handles) > self._max_handles:
                     self._handles.popitem(last=False)

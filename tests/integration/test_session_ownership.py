@@ -412,6 +412,36 @@ def test_a_member_dropped_while_its_handle_is_built_gets_no_handle(
     assert service.manager("alice", session).session_id == session
 
 
+def test_a_session_shared_anew_during_every_build_still_gives_a_handle(
+    deployment: Deployment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The owner re-shares the session while each of Bob's builds runs (the members stay):
+    ``manager`` gives up checking after a few builds and hands out the last one, uncached,
+    instead of building forever; that handle still refuses Bob once he is dropped."""
+    service = deployment.service
+    session = f"team-{uuid.uuid4().hex[:8]}"
+    service.manager("alice", session)
+    service.share_session(session, owner="alice", members=["bob"])
+    real = service._builder.build
+    builds: list[int] = []
+
+    def build(*args: Any, **kwargs: Any) -> MemoryManager:
+        handle = real(*args, **kwargs)
+        builds.append(1)
+        if len(builds) < 100:  # re-shared during every build (a bound on the test only)
+            service.share_session(session, owner="alice", members=["bob"])
+        return handle
+
+    monkeypatch.setattr(service._builder, "build", build)
+    bob = service.manager("bob", session)
+    assert 1 < len(builds) < 10
+    assert ("bob", session, None) not in service._handles  # not cached: checked anew later
+    bob.process_interaction("hello from bob", "hi bob")
+    service.share_session(session, owner="alice", members=[])
+    with pytest.raises(SessionOwnershipError):
+        bob.get_log()
+
+
 def test_a_dropped_member_gets_no_handle_from_a_copy_of_the_service(
     deployment: Deployment,
 ) -> None:
