@@ -3,11 +3,12 @@
 Why: torch releases the GIL inside each operator it runs and takes it back afterwards. An
 eager forward pass of all-MiniLM-L6-v2 runs about 150 operators, so about 150 times it
 needs the GIL back; when other threads of the process run Python (the requests a
-``MemoryService`` serves while the embedding worker computes), each of those takes up to
-the interpreter's switch interval (5 ms). Measured on the 2-core machine, one pass of one
-query took 13 ms alone and 717 ms beside one busy Python thread. Traced with TorchScript,
-the transformer, its pooling and normalization run in torch's C++ interpreter, which takes
-the GIL back once: 10 ms alone, 36 ms beside the same thread, and the same vectors.
+``MemoryService`` serves while the embedding worker computes), each of those can wait for
+the interpreter's switch interval (5 ms). Traced with TorchScript, the transformer, its
+pooling and normalization run in torch's C++ interpreter, which takes the GIL back once.
+Measured with ``bench/traced_forward.py`` on 2 cores, one query's p50, eager then traced:
+13 and 10 ms alone, 49 and 28 ms beside one busy Python thread, 235 and 84 ms beside three;
+the same vectors, and the same throughput on a batch of 64.
 
 :func:`trace_pipeline` traces only what it can reproduce (a ``Transformer`` module, then
 ``Pooling`` by mean or by the first token, then optionally ``Normalize``; no prompts; on
