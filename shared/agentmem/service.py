@@ -484,20 +484,22 @@ class MemoryService:
         return record
 
     def assign_session(self, session_id: str, *, owner: str | Principal) -> SessionOwner:
-        """Make ``owner`` the owner of a session nobody owns yet: an operator's way to give
-        back a session of an earlier agentmem that no user may claim by naming it (one whose
-        consolidation watermark cannot say whose it is, e.g. an owner id with ``:``). The
-        earlier version's watermark of ``owner`` is kept, so consolidation goes on where it
-        stopped. See :mod:`agentmem.controller.ownership`.
+        """Make ``owner`` the owner of a session of an earlier agentmem that no user may claim
+        by naming it (its consolidation watermark's key cannot say whose it is, e.g. an owner
+        id with ``:``) and that holds ``owner``'s earlier watermark: the way back for whoever
+        runs the stores, never for a request's input. The earlier watermark is kept, so
+        consolidation goes on where it stopped. See
+        :meth:`agentmem.controller.ownership.SessionOwners.assign`.
 
         Example:
             >>> service.assign_session("chat-2023", owner=("a:b", None))  # doctest: +SKIP
             SessionOwner(owner=('a:b', None), members=())
 
         Raises:
-            SessionOwnershipError: The session already belongs to someone else.
+            SessionOwnershipError: The session already belongs to another principal, or
+                holds no earlier watermark that could be ``owner``'s.
             InvalidSessionIdError: ``session_id`` is not a valid session id.
-            InvalidValueError: ``owner`` is not a user id or a ``(user_id, agent_id)`` pair.
+            InvalidValueError: ``owner`` is not a valid user id or ``(user_id, agent_id)``.
         """
         self._check_open()
         record = SessionOwners(self.sessions).assign(session_id, owner=owner)

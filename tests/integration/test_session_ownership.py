@@ -38,7 +38,7 @@ from agentmem.controller.ownership import (
     owner_key,
     watermark_key,
 )
-from agentmem.errors import InvalidSessionIdError
+from agentmem.errors import InvalidSessionIdError, InvalidValueError
 from agentmem.short_term.summary import SUMMARY_STATE_KEY
 from agentmem.stores.base import SessionStore
 from langchain_agentmem import AgentMemoryChatHistory, create_memory_tools
@@ -586,6 +586,16 @@ def test_a_joined_watermark_of_an_earlier_version_is_claimed_by_nobody_it_may_no
         assert service.long_term(claimant[0], agent_id=claimant[1]).all_records() == []
 
 
+def legacy_session_of(tmp_path: Path, user: str, agent: str | None = None) -> None:
+    """A home whose session "legacy" an earlier version wrote for ``(user, agent)``, with one
+    consolidated memory and its watermark under the joined key."""
+    with open_service(tmp_path, "sqlite", None) as service:
+        chat = service.manager(user, "legacy", agent_id=agent)
+        chat.process_interaction(f"My card number is {CARD}.", "Noted.")
+        assert chat.consolidate().written == 1
+    downgrade_to_version_1(tmp_path / "sessions.db")
+
+
 @pytest.mark.parametrize("door", ["service", "cli", "async"])
 def test_an_operator_assigns_a_session_nobody_may_claim_to_its_owner(
     tmp_path: Path, door: str, capsys: pytest.CaptureFixture[str]
@@ -594,18 +604,13 @@ def test_an_operator_assigns_a_session_nobody_may_claim_to_its_owner(
     (owner "a:b", or agent "-") is refused to everyone, its owner included; an operator
     assigns it, and consolidation goes on from the earlier watermark (nothing twice)."""
     owner = ("a:b", None)
-    with open_service(tmp_path, "sqlite", None) as service:
-        chat = service.manager("a:b", "legacy")
-        chat.process_interaction(f"My card number is {CARD}.", "Noted.")
-        assert chat.consolidate().written == 1
-    downgrade_to_version_1(tmp_path / "sessions.db")
+    legacy_session_of(tmp_path, "a:b")
     with open_service(tmp_path, "sqlite", None) as service:
         store = service.sessions
         with pytest.raises(SessionOwnershipError):
             service.manager("a:b", "legacy")  # its owner too: the key names nobody
         if door == "service":
-            record = service.assign_session("legacy", owner="a:b")
-            assert record.owner == owner
+            assert service.assign_session("legacy", owner="a:b").owner == owner
         elif door == "async":
             import asyncio
 
@@ -621,12 +626,68 @@ def test_an_operator_assigns_a_session_nobody_may_claim_to_its_owner(
         assert len(service.long_term("a:b").all_records()) == 1
         with pytest.raises(SessionOwnershipError):
             service.manager("a", "legacy", agent_id="b:-")  # the look-alike stays out
-        # Assigning it to its owner again changes nothing; to someone else is refused.
+        # Assigning it to its owner again returns its record; to another is refused.
         assert service.assign_session("legacy", owner="a:b").owner == owner
         before = snapshot(store, "legacy")
         with pytest.raises(SessionOwnershipError, match="already has an owner"):
             service.assign_session("legacy", owner=("a", "b:-"))
         assert snapshot(store, "legacy") == before
+
+
+@pytest.mark.parametrize(
+    ("owner", "error"),
+    [
+        ("alcie", SessionOwnershipError),  # a typo: holds no watermark of that principal
+        (("alice", "planner"), SessionOwnershipError),  # another agent of the right user
+        ("bad user\n", InvalidValueError),  # an id no manager accepts
+        (("alice", ""), InvalidValueError),
+    ],
+)
+def test_assign_takes_only_a_session_holding_the_owners_earlier_watermark(
+    tmp_path: Path, owner: Any, error: type[Exception]
+) -> None:
+    """Alice could claim her earlier session herself; an operator's slip of the keyboard
+    must not hand it (and her card number) to anyone else."""
+    legacy_session_of(tmp_path, "alice")
+    with open_service(tmp_path, "sqlite", None) as service:
+        store = service.sessions
+        before = snapshot(store, "legacy")
+        with pytest.raises(error):
+            service.assign_session("legacy", owner=owner)
+        with pytest.raises(SessionOwnershipError):
+            service.assign_session("no-such-session", owner="alice")
+        assert snapshot(store, "legacy") == before
+        assert store.get_owner("no-such-session") is None
+        assert service.manager("alice", "legacy").consolidate().written == 0  # still hers
+
+
+def test_assign_writes_the_watermark_before_the_owner_record(tmp_path: Path) -> None:
+    """The owner's first request may come the moment the owner record exists: its
+    consolidation must find the earlier watermark then, not start from the first message."""
+    legacy_session_of(tmp_path, "a:b")
+    with open_service(tmp_path, "sqlite", None) as service:
+        store = service.sessions
+        seen: list[bool] = []
+        real = store.claim_owner
+
+        def claim_owner(session_id: str, record: dict[str, Any]) -> dict[str, Any]:
+            seen.append(watermark_key(("a:b", None)) in store.state_keys(session_id))
+            return real(session_id, record)
+
+        store.claim_owner = claim_owner  # type: ignore[method-assign]
+        try:
+            service.assign_session("legacy", owner="a:b")
+        finally:
+            del store.claim_owner
+        assert seen == [True]
+
+
+def test_share_session_checks_member_ids(deployment: Deployment) -> None:
+    service, session = deployment.service, deployment.session
+    before = snapshot(service.sessions, session)
+    with pytest.raises(InvalidValueError):
+        service.share_session(session, owner="alice", members=["bob\n"])
+    assert snapshot(service.sessions, session) == before
 
 
 def test_assign_session_refuses_an_owned_session_from_the_cli(

@@ -8,6 +8,7 @@ pipeline the trace does not reproduce keeps ``encode``.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -156,3 +157,34 @@ def test_the_trace_shares_the_model_weights(
     module = traced._traced._module
     weights = {p.data_ptr() for p in traced._model.parameters()}
     assert {p.data_ptr() for p in module.parameters()} <= weights  # no second copy
+
+
+def test_a_trace_that_fails_later_falls_back_to_encode(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    emb, eager = SentenceTransformerEmbedder(), SentenceTransformerEmbedder(trace=False)
+    emb.load()
+    assert emb._traced is not None
+
+    def broken(texts: list[str], *, normalize: bool) -> Any:
+        raise RuntimeError("the traced graph broke")
+
+    monkeypatch.setattr(emb._traced, "encode", broken)
+    with caplog.at_level("WARNING", logger="agentmem.embeddings.local"):
+        got = emb.embed_query("tabs, not spaces")
+    assert np.abs(np.asarray(got) - eager.embed_query("tabs, not spaces")).max() <= 1e-6
+    assert emb._traced is None  # encode() from now on
+    assert "traced forward pass failed" in caplog.text
+
+
+def test_tracing_shows_no_warning_and_leaves_other_filters_alone(
+    embedders: tuple[SentenceTransformerEmbedder, SentenceTransformerEmbedder],
+) -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        before = list(warnings.filters)
+        assert trace_pipeline(_model(embedders)) is not None
+        added = [f for f in warnings.filters if f not in before]
+    assert [str(w.message) for w in caught] == []
+    assert len(added) <= 3  # the trace's own warnings, narrowly (see traced._quiet_tracing)
+    assert all(f[0] == "ignore" and f[2] is not Warning for f in added)

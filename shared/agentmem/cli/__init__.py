@@ -306,7 +306,7 @@ A session belongs to the user who first used it. A session written by an earlier
 has no owner record; one whose consolidation watermark cannot say whose it is (an owner id
 with ':', an agent id '-') is refused to every user, its owner included. This command, run
 by whoever runs the stores, makes --user (and --agent) its owner and keeps that user's
-earlier watermark. A session that already has an owner is refused.
+earlier watermark. It takes only a session nobody owns that holds that watermark.
 """
 
 

@@ -17,9 +17,9 @@ one gets it, unless the session holds a consolidation watermark (earlier version
 per user who consolidated it): then only a user with a watermark there may claim it, and any
 other user is refused. A session never consolidated goes to the first user who names it.
 A session whose watermark key cannot say whose it is (an owner id with ``:``, see
-:func:`legacy_watermark_key`) is claimed by nobody that way; an operator who knows its owner
-gives it with :meth:`SessionOwners.assign` (``MemoryService.assign_session``, or
-``agentmem assign-session``).
+:func:`legacy_watermark_key`) is claimed by nobody that way; whoever runs the stores, knowing
+its owner, gives it with :meth:`SessionOwners.assign` (``MemoryService.assign_session``, or
+``agentmem assign-session``), which takes only a session holding that owner's earlier key.
 
 **Doors without a user** (a chat history or a tier — ``WorkingMemory``,
 ``SummaryBufferMemory``, ... — built on a session store without ``user_id=``, for
@@ -65,10 +65,12 @@ __all__ = [
     "Principal",
     "SessionOwner",
     "SessionOwners",
+    "joined_watermark_key",
     "legacy_watermark_key",
     "owner_key",
     "principal",
     "user_principal",
+    "valid_principal",
     "watermark_key",
     "watermark_keys",
 ]
@@ -100,6 +102,29 @@ def principal(who: str | Sequence[str | None]) -> Principal:
             return (user, agent)
     msg = f"expected a user id or a (user_id, agent_id) pair, got {who!r}"
     raise InvalidValueError(msg)
+
+
+def valid_principal(who: str | Sequence[str | None]) -> Principal:
+    """:func:`principal`, its ids checked as every scope's are (the ids a manager accepts).
+
+    Raises:
+        InvalidValueError: ``who`` is not a user id or a pair, or an id is not valid.
+
+    Example:
+        >>> valid_principal(("bob", "planner"))
+        ('bob', 'planner')
+    """
+    from pydantic import ValidationError
+
+    from agentmem._util.pydantic_errors import describe
+    from agentmem.long_term.records import Scope
+
+    user, agent = principal(who)
+    try:
+        Scope(user_id=user, agent_id=agent)
+    except ValidationError as exc:
+        raise InvalidValueError(describe(exc, "principal")) from None
+    return (user, agent)
 
 
 def user_principal(user_id: str | None, agent_id: str | None = None) -> Principal | None:
@@ -155,6 +180,19 @@ def legacy_watermark_key(who: Principal) -> str | None:
     user, agent = who
     if ":" in user or (agent is not None and (":" in agent or agent == "-")):
         return None
+    return joined_watermark_key(who)
+
+
+def joined_watermark_key(who: Principal) -> str:
+    """The key earlier versions kept ``who``'s watermark under, whoever else's it could be
+    (see :func:`legacy_watermark_key`): only :meth:`SessionOwners.assign` reads it, on an
+    operator's word.
+
+    Example:
+        >>> joined_watermark_key(("a:b", None)) == joined_watermark_key(("a", "b:-"))
+        True
+    """
+    user, agent = who
     return f"{CONSOLIDATION_STATE_KEY}:{user}:{agent or '-'}"
 
 
@@ -285,8 +323,8 @@ class SessionOwners:
             SessionOwnershipError: ``owner`` does not own the session.
             InvalidValueError: ``owner`` or a member is not a user id or a (user, agent) pair.
         """
-        who = principal(owner)
-        guests = tuple(dict.fromkeys(principal(m) for m in members if principal(m) != who))
+        who = valid_principal(owner)
+        guests = tuple(dict.fromkeys(g for g in map(valid_principal, members) if g != who))
         yield from self._check(session_id, who)
         store = self.store
         found = yield from call(store.get_owner, store.aget_owner, session_id)
@@ -300,22 +338,41 @@ class SessionOwners:
 
     @twin
     def assign(self, session_id: str, *, owner: str | Principal) -> Program[SessionOwner]:
-        """An operator's decision: ``owner`` owns ``session_id``, a session nobody owns yet,
-        whatever watermarks an earlier version left in it. The way back for a session of an
-        earlier version that no user may claim by naming it (see the module docs). The
-        earlier version's watermark of ``owner`` (its joined-string key) becomes the owner's,
-        so consolidation goes on where it stopped. Assigning a session to its owner again
-        changes nothing.
+        """An operator's decision: ``owner`` owns ``session_id``, a session of an earlier
+        version that nobody owns yet and that holds ``owner``'s watermark under an earlier
+        version's key (:func:`joined_watermark_key`), even when that key could also be
+        another principal's, so no user may claim the session by naming it (see the module
+        docs). Never drive it with a request's input: it is the way back for whoever runs
+        the stores. The earlier watermark becomes ``owner``'s own (written before the owner
+        record, so no consolidation can start from nothing), and consolidation goes on where
+        it stopped. Assigning the session to its owner again returns its record.
 
         Raises:
-            SessionOwnershipError: The session already belongs to someone else (an owner
-                moves nothing here; sharing is :meth:`share`).
-            InvalidValueError: ``owner`` is not a user id or a (user, agent) pair.
+            SessionOwnershipError: The session already belongs to another principal, or
+                holds no earlier watermark that could be ``owner``'s (a session never
+                consolidated goes to the first user who names it).
+            InvalidValueError: ``owner`` is not a valid user id or (user, agent) pair.
         """
-        who = principal(owner)
+        who = valid_principal(owner)
         store = self.store
-        claim = SessionOwner(owner=who).to_json()
-        found = yield from call(store.claim_owner, store.aclaim_owner, session_id, claim)
+        found = yield from call(store.get_owner, store.aget_owner, session_id)
+        if found is None:
+            keys = yield from call(store.state_keys, store.astate_keys, session_id)
+            joined, own = joined_watermark_key(who), watermark_key(who)
+            if joined not in keys:
+                msg = (
+                    f"session {session_id!r} holds no watermark of an earlier version that "
+                    "could be this principal's; assign gives only such a session (check "
+                    "the session id, user and agent; a session never consolidated goes to "
+                    "the first user who names it)"
+                )
+                raise SessionOwnershipError(msg)
+            mark = yield from call(store.get_state, store.aget_state, session_id, joined)
+            if own not in keys and mark is not None:  # before the owner record: nobody
+                # can consolidate the session (and move its watermark) until it has one
+                yield from call(store.set_state, store.aset_state, session_id, own, mark)
+            claim = SessionOwner(owner=who).to_json()
+            found = yield from call(store.claim_owner, store.aclaim_owner, session_id, claim)
         record = SessionOwner.from_json(found)
         if record.owner != who:
             msg = (
@@ -323,12 +380,6 @@ class SessionOwners:
                 "nobody owns (its owner can share it: MemoryService.share_session)"
             )
             raise SessionOwnershipError(msg)
-        own, joined = watermark_key(who), f"{CONSOLIDATION_STATE_KEY}:{who[0]}:{who[1] or '-'}"
-        keys = yield from call(store.state_keys, store.astate_keys, session_id)
-        if own not in keys and joined in keys:
-            mark = yield from call(store.get_state, store.aget_state, session_id, joined)
-            if mark is not None:
-                yield from call(store.set_state, store.aset_state, session_id, own, mark)
         return record
 
     aassign = async_twin(assign)

@@ -469,9 +469,14 @@ class SentenceTransformerEmbedder:
         name = "encode_query" if query else "encode_document"
         encode = getattr(model, name, model.encode)
         with self._encode_lock:
+            array = None
             if traced is not None:
-                array = traced.encode(items, normalize=self.normalize)
-            else:
+                try:
+                    array = traced.encode(items, normalize=self.normalize)
+                except Exception:  # a trace that fails later: encode() from now on
+                    logger.warning("the traced forward pass failed; using encode()", exc_info=True)
+                    self._traced = None
+            if array is None:
                 array = encode(
                     items,
                     batch_size=len(items),

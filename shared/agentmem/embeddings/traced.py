@@ -44,13 +44,15 @@ logger = logging.getLogger(__name__)
 TOLERANCE = 1e-5
 
 # Probe texts: one word piece to about forty, so the check covers a batch of unequal
-# lengths (padded) and texts alone. (Truncation is the tokenizer's, shared with encode().)
+# lengths (padded), one of equal lengths (no padding) and texts alone, and one text past the
+# model's limit (truncated to its longest input).
 _PROBES = (
     "x",
     "What did I say about the trip to Oslo last spring?",
     "Tabs, not spaces; and a second clause, with numbers 12 and 3.5 in it.",
     "a longer text, with commas and words of every kind " * 3,
 )
+_LONG = "word " * 600
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 
@@ -83,7 +85,7 @@ class TracedPipeline:
 def trace_pipeline(model: Any, *, device: str = "cpu") -> TracedPipeline | None:
     """``model`` (a loaded ``SentenceTransformer``) traced, or ``None`` when its pipeline is
     not one this module reproduces or the trace does not give ``encode``'s vectors (see the
-    module docs). Takes about a second (the trace and the check's passes).
+    module docs). Takes about half a second (the trace and the check's passes).
     """
     if device != "cpu":
         return None
@@ -98,10 +100,10 @@ def trace_pipeline(model: Any, *, device: str = "cpu") -> TracedPipeline | None:
         module = _trace(pooled, tuple(features[name] for name in inputs))
         traced = TracedPipeline(model, module, inputs, normalized=pooled.normalize)
         if not _reproduces(model, traced):
-            logger.debug("the traced pipeline differs from encode(): not used")
+            logger.info("the traced forward pass differs from encode(): encode() is used")
             return None
     except Exception as exc:  # any failure to trace: the embedder keeps encode()
-        logger.debug("could not trace the pipeline (%s): encode() is used", exc)
+        logger.info("could not trace the forward pass (%s): encode() is used", exc)
         return None
     return traced
 
@@ -133,18 +135,35 @@ def _features(model: Any, texts: list[str]) -> dict[str, Any]:
 
 
 def _trace(module: Any, example: tuple[Any, ...]) -> Any:
-    # Quiet on purpose: torch.jit.trace's DeprecationWarning (handled: this module falls
-    # back to encode() where TorchScript is gone), and the TracerWarnings of the attention
-    # mask's Python branches, which are constant for an encoder (no causal mask, no cache);
-    # _reproduces() checks the result on other lengths and batch sizes.
-    with warnings.catch_warnings(), torch.inference_mode():
-        warnings.simplefilter("ignore")
+    _quiet_tracing()
+    with torch.inference_mode():
         return torch.jit.trace(module, example, check_trace=False)  # type: ignore[no-untyped-call]
+
+
+def _quiet_tracing() -> None:
+    """Filter, narrowly, the warnings a trace of a transformers encoder gives:
+    the deprecation of ``torch.jit.trace`` (handled: this module falls back to ``encode()``
+    where TorchScript is gone), transformers' deprecation of an attribute the tracer reads,
+    and the ``TracerWarning`` of transformers' attention-mask branches, which are constant
+    for an encoder (no causal mask, no cache; :func:`_reproduces` checks other lengths and
+    batches). Process-wide filters rather than ``warnings.catch_warnings()``, which swaps
+    the filter list of every thread and is not thread-safe. Adding a filter again replaces
+    the same one (no growth)."""
+    warnings.filterwarnings(
+        "ignore",
+        message=r"`torch\.jit\.trace(_method)?` is deprecated",
+        category=DeprecationWarning,
+    )
+    warnings.filterwarnings(
+        "ignore", message=r"`is_gradient_checkpointing` is deprecated", category=FutureWarning
+    )
+    tracer: type[Warning] = torch.jit.TracerWarning  # type: ignore[attr-defined]
+    warnings.filterwarnings("ignore", category=tracer, module=r"transformers\.")
 
 
 def _reproduces(model: Any, traced: TracedPipeline) -> bool:
     texts = list(_PROBES)
-    batches = [texts, texts[:1], texts[1:2]]
+    batches = [texts, texts[:1], texts[1:2], [texts[1], texts[1].upper()], [_LONG]]
     for batch in batches:
         want = model.encode(
             batch, batch_size=len(batch), convert_to_numpy=True, show_progress_bar=False
