@@ -148,7 +148,8 @@ def _quiet_tracing() -> None:
     for an encoder (no causal mask, no cache; :func:`_reproduces` checks other lengths and
     batches). Process-wide filters rather than ``warnings.catch_warnings()``, which swaps
     the filter list of every thread and is not thread-safe. Adding a filter again replaces
-    the same one (no growth)."""
+    the same one (no growth). Also drops transformers' notice about the training loss the
+    tracer reads."""
     warnings.filterwarnings(
         "ignore",
         message=r"`torch\.jit\.trace(_method)?` is deprecated",
@@ -159,6 +160,13 @@ def _quiet_tracing() -> None:
     )
     tracer: type[Warning] = torch.jit.TracerWarning  # type: ignore[attr-defined]
     warnings.filterwarnings("ignore", category=tracer, module=r"transformers\.")
+    # The tracer reads every attribute of the model, among them the training loss, whose
+    # getter logs (once) that an encoder's config names no loss; a library prints nothing.
+    logging.getLogger("transformers.modeling_utils").addFilter(_no_loss_notice)
+
+
+def _no_loss_notice(record: logging.LogRecord) -> bool:
+    return not str(record.msg).startswith("`loss_type=")
 
 
 def _reproduces(model: Any, traced: TracedPipeline) -> bool:
