@@ -16,8 +16,9 @@ from typing import Any
 import numpy as np
 import pytest
 import pytest_socket
+import torch
 
-from agentmem.embeddings import SentenceTransformerEmbedder
+from agentmem.embeddings import SentenceTransformerEmbedder, local
 from agentmem.embeddings import traced as traced_module
 from agentmem.embeddings.traced import TOLERANCE, TracedPipeline, trace_pipeline
 
@@ -51,6 +52,8 @@ def test_the_default_model_runs_traced(
     traced, eager = embedders
     assert isinstance(traced._traced, TracedPipeline)
     assert eager._traced is None
+    assert eager._worker.workers == 1  # encode() holds the GIL: passes one at a time
+    assert traced._worker.workers == local._parallel_passes(torch.get_num_threads())
 
 
 @pytest.mark.parametrize("kind", ["query", "documents", "batch"])
@@ -166,14 +169,15 @@ def test_a_trace_that_fails_later_falls_back_to_encode(
     emb.load()
     assert emb._traced is not None
 
-    def broken(texts: list[str], *, normalize: bool) -> Any:
+    def broken(features: Any, *, normalize: bool) -> Any:
         raise RuntimeError("the traced graph broke")
 
-    monkeypatch.setattr(emb._traced, "encode", broken)
+    monkeypatch.setattr(emb._traced, "run", broken)
     with caplog.at_level("WARNING", logger="agentmem.embeddings.local"):
         got = emb.embed_query("tabs, not spaces")
     assert np.abs(np.asarray(got) - eager.embed_query("tabs, not spaces")).max() <= 1e-6
-    assert emb._traced is None  # encode() from now on
+    assert emb._traced is None  # encode() from now on, one pass at a time
+    assert emb._worker.workers == 1
     assert "traced forward pass failed" in caplog.text
 
 

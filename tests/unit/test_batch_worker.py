@@ -412,3 +412,98 @@ def test_steady_queries_do_not_starve_documents_that_cannot_share_their_passes()
     # document_wait (each takes pass_seconds at least), the one during which it aged.
     ahead = kinds[before:].index(False)
     assert ahead <= document_wait / pass_seconds + 3
+
+
+# -- several passes at once (workers) -------------------------------------------------------
+
+
+class Gate:
+    """``encode`` whose passes on the texts in ``held`` wait for ``release``; records how
+    many passes ran at once at most, and each pass's texts."""
+
+    def __init__(self, held: set[str]) -> None:
+        self.held = held
+        self.release = threading.Event()
+        self.entered = threading.Event()
+        self.lock = threading.Lock()
+        self.running = 0
+        self.most = 0
+        self.passes: list[list[str]] = []
+
+    def __call__(self, texts: list[str], query: bool) -> list[list[float]]:
+        with self.lock:
+            self.running += 1
+            self.most = max(self.most, self.running)
+            self.passes.append(list(texts))
+        try:
+            if self.held & set(texts):
+                self.entered.set()
+                assert self.release.wait(10)
+            return expected(texts, query)
+        finally:
+            with self.lock:
+                self.running -= 1
+
+
+def test_a_query_finding_every_pass_busy_runs_beside_it_with_two_workers() -> None:
+    encode = Gate({"slow"})
+    worker = BatchWorker(encode, workers=2)
+    slow = worker.submit(["slow"], query=True)
+    assert encode.entered.wait(10)
+    quick = worker.submit(["quick"], query=True)
+    assert quick.result(10) == expected(["quick"], True)  # while "slow" is still held
+    assert not slow.done()
+    encode.release.set()
+    assert slow.result(10) == expected(["slow"], True)
+    assert encode.most == 2
+
+
+def test_one_worker_runs_one_pass_at_a_time() -> None:
+    encode = Gate({"slow"})
+    worker = BatchWorker(encode)  # workers=1
+    slow = worker.submit(["slow"], query=True)
+    assert encode.entered.wait(10)
+    quick = worker.submit(["quick"], query=True)
+    time.sleep(0.05)
+    assert not quick.done()
+    encode.release.set()
+    assert quick.result(10) == expected(["quick"], True)
+    assert slow.result(10) == expected(["slow"], True)
+    assert encode.most == 1
+
+
+def test_a_request_cut_into_passes_that_end_out_of_order_keeps_its_order() -> None:
+    encode = Gate({"t0"})
+    worker = BatchWorker(encode, max_batch=2, workers=2)
+    texts = [f"t{i}" + "x" * i for i in range(6)]
+    texts[0] = "t0"
+    long = worker.submit(texts, query=True)  # passes of 2: the first is held
+    assert encode.entered.wait(10)
+    other = worker.submit(["other"], query=True)  # starts the second thread
+    for _ in range(200):  # the second thread takes the rest of `long` meanwhile
+        if sum(len(p) for p in encode.passes) >= 5:
+            break
+        time.sleep(0.01)
+    assert other.result(10) == expected(["other"], True)
+    encode.release.set()
+    assert long.result(10) == expected(texts, True)
+
+
+def test_documents_never_run_beside_another_pass() -> None:
+    encode = Gate({"slow"})
+    worker = BatchWorker(encode, workers=2)
+    slow = worker.submit(["slow"], query=True)
+    assert encode.entered.wait(10)
+    docs = worker.submit(["a document", "another"], query=False)
+    worker.submit(["a query"], query=True).result(10)  # a second thread exists now
+    time.sleep(0.05)
+    assert not docs.done()  # they wait for a pass to end, on either thread
+    encode.release.set()
+    assert docs.result(10) == expected(["a document", "another"], False)
+    assert slow.result(10) == expected(["slow"], True)
+    assert encode.most == 2  # the query beside "slow", never the documents
+
+
+def test_workers_must_be_positive() -> None:
+    with pytest.raises(ConfigurationError):
+        BatchWorker(lambda texts, query: [], workers=0)

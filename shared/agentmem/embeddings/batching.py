@@ -1,9 +1,9 @@
-"""One worker thread per local model: concurrent embedding requests share forward passes.
+"""Worker threads per local model: concurrent embedding requests share forward passes.
 
 A local model on the CPU embeds eight short texts in one forward pass in little more time
 than one; eight callers that each run their own pass queue for the cores instead, and
-torch's own threads compete with theirs. :class:`BatchWorker` owns one daemon thread that
-runs every pass of one model in this process:
+torch's own threads compete with theirs. :class:`BatchWorker` owns the daemon thread (or
+the few threads, ``workers``) that run every pass of one model in this process:
 
 * requests that arrive while a pass runs go together into the next pass. A request that
   finds the worker idle waits at most :data:`BATCH_WINDOW_S` (2 ms) for company, and only
@@ -32,7 +32,11 @@ runs every pass of one model in this process:
 * the thread starts on first use, ends after ``idle_exit`` seconds without work (so an
   embedder nobody uses any more can be collected, model and all), and starts again on the
   next request, also after ``fork()`` in the child (where the parent's thread does not
-  exist).
+  exist);
+* with ``workers=N``, up to N passes run at once, each on a thread of its own: a request
+  that finds every thread busy starts another (up to N). For a model whose forward pass
+  leaves the GIL while it computes (the traced local model), two passes use two cores;
+  a request cut into several passes gets its vectors in order whichever pass ends first.
 
 Example:
     >>> worker = BatchWorker(lambda texts, query: [[float(len(t))] for t in texts])
@@ -45,11 +49,12 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
 
 from agentmem._util.checks import check_non_negative_int, check_positive_int, check_seconds
@@ -89,7 +94,8 @@ class _Request:
     texts: list[str]
     query: bool
     future: Future[list[list[float]]]
-    vectors: list[list[float]] = field(default_factory=list)
+    vectors: list[list[float]] = field(default_factory=list)  # by position, once filled
+    filled: int = 0  # texts whose vectors are in ``vectors``
     taken: int = 0  # texts already given to a pass
     started: bool = False
     since: float = field(default_factory=time.monotonic)  # when it was submitted
@@ -116,6 +122,7 @@ class BatchWorker:
             them alike); called once, before the first pass.
         name: The thread's name.
         idle_exit: Seconds without work after which the thread ends.
+        workers: Passes that may run at once (see :attr:`workers`).
 
     Example:
         >>> import asyncio
@@ -135,8 +142,13 @@ class BatchWorker:
         shared_pass: Callable[[], bool] = lambda: True,
         name: str = "agentmem-embed",
         idle_exit: float = IDLE_EXIT_S,
+        workers: int = 1,
     ) -> None:
         self._encode = encode
+        self.workers = check_positive_int(workers, "workers")
+        """Passes that may run at once, each on a thread of its own (1: one at a time).
+        More than one only for an ``encode`` that may run concurrently and leaves the GIL
+        while it computes; read when a request finds every thread busy."""
         self.max_batch = check_positive_int(max_batch, "max_batch")
         self.window = check_seconds(window, "window")
         self.query_pass_documents = check_non_negative_int(
@@ -161,7 +173,9 @@ class BatchWorker:
         self._cond = threading.Condition(threading.Lock())
         self._queries: deque[_Request] = deque()
         self._documents: deque[_Request] = deque()
-        self._thread: threading.Thread | None = None
+        self._threads: set[threading.Thread] = set()
+        self._idle = 0  # threads waiting for work
+        self._running = 0  # passes running
         self._last_query: float | None = None  # when the latest query came (monotonic)
         self._passed_over = False  # the last pass took queries while documents waited
 
@@ -178,9 +192,11 @@ class BatchWorker:
             return future
         request = _Request(list(texts), query, future)
         with self._cond:
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
-                self._thread.start()
+            self._threads = {t for t in self._threads if t.is_alive()}
+            if not self._threads or (not self._idle and len(self._threads) < self.workers):
+                thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+                self._threads.add(thread)
+                thread.start()
             if query:
                 self._last_query = time.monotonic()
             (self._queries if query else self._documents).append(request)
@@ -199,29 +215,46 @@ class BatchWorker:
 
     def _run(self) -> None:
         while (pieces := self._next_pass()) is not None:
-            if pieces:
-                self._pass(pieces)
+            try:
+                if pieces:
+                    self._pass(pieces)
+            finally:
+                with self._cond:
+                    self._running -= 1
+                    self._cond.notify()  # documents may go now
 
     def _next_pass(self) -> list[_Piece] | None:
         """The texts of the next pass; ``None`` when idle for ``idle_exit`` (thread ends)."""
         with self._cond:
-            if not (self._queries or self._documents):
-                while not (self._queries or self._documents):
-                    if not self._cond.wait(self.idle_exit) and not (
-                        self._queries or self._documents
-                    ):
-                        # Decided under the lock: a later submit() starts a new thread.
-                        self._thread = None
-                        return None
-                if self.in_flight > 1:  # found idle, others about: wait for them
-                    self._wait(self.window, lambda: self._pending() >= self.max_batch)
-            if not self._queries and (wait := self._document_wait()):
-                self._wait(wait, lambda: bool(self._queries))
-            pieces = self._take()
-            queued = (r for q in (self._queries, self._documents) for r in q)
-            # A request cut between this pass and the next counts once.
-            self.in_flight = len({id(r) for r, _, _ in pieces} | {id(r) for r in queued})
-            return pieces
+            while True:
+                if not self._has_work():
+                    self._idle += 1
+                    try:
+                        while not self._has_work():
+                            if not self._cond.wait(self.idle_exit) and not self._has_work():
+                                # Decided under the lock: a later submit() starts a thread.
+                                self._threads.discard(threading.current_thread())
+                                return None
+                    finally:
+                        self._idle -= 1
+                    if self.in_flight > 1:  # found idle, others about: wait for them
+                        self._wait(self.window, lambda: self._pending() >= self.max_batch)
+                if not self._queries and self._documents and (wait := self._document_wait()):
+                    self._wait(wait, lambda: bool(self._queries))
+                if not self._has_work():
+                    continue  # another worker thread took it meanwhile
+                pieces = self._take(queries_only=self._running > 0)
+                self._running += 1
+                queued = (r for q in (self._queries, self._documents) for r in q)
+                # A request cut between this pass and the next counts once.
+                self.in_flight = len({id(r) for r, _, _ in pieces} | {id(r) for r in queued})
+                return pieces
+
+    def _has_work(self) -> bool:
+        """Whether a thread may start a pass: queries wait, or documents do and no pass
+        runs (documents never take a second thread: a pass beside another is for queries,
+        so a consolidation leaves the other core to the requests)."""
+        return bool(self._queries or (self._documents and not self._running))
 
     def _wait(self, seconds: float, until: Callable[[], bool]) -> None:
         """Wait (the lock held) up to ``seconds`` for ``until()``."""
@@ -254,13 +287,17 @@ class BatchWorker:
     def _pending(self) -> int:
         return sum(len(r.texts) - r.taken for q in (self._queries, self._documents) for r in q)
 
-    def _take(self) -> list[_Piece]:
+    def _take(self, *, queries_only: bool = False) -> list[_Piece]:
         """Queries first, then documents: up to ``max_batch`` texts if no query waits, or
         beside the queries if they may share the pass: ``query_pass_documents``, or the
         rest of the pass once the oldest document has waited ``document_wait``. If they
         may not, documents that have waited that long and were passed over by the last
-        pass (it took queries) take this one, alone."""
+        pass (it took queries) take this one, alone. ``queries_only`` (a pass beside
+        another): the waiting queries alone."""
         pieces: list[_Piece] = []
+        if queries_only:
+            self._take_from(self._queries, self.max_batch, pieces)
+            return pieces
         if self._documents_due():
             self._take_from(self._documents, self.max_batch, pieces)
         if not pieces:  # the usual order
@@ -326,19 +363,25 @@ class BatchWorker:
             else:
                 self._fail(pieces[0][0], exc)
             return
-        self.passes += 1
-        offset = 0
-        for request, start, end in pieces:
-            if request.future.done():  # failed in an earlier pass
+        done: list[_Request] = []
+        with self._cond:  # passes of one request may end on several threads
+            self.passes += 1
+            offset = 0
+            for request, start, end in pieces:
+                if not request.future.done():  # else it failed in an earlier pass
+                    if not request.vectors:
+                        request.vectors = [[] for _ in request.texts]
+                    request.vectors[start:end] = vectors[offset : offset + end - start]
+                    request.filled += end - start
+                    if request.filled == len(request.texts):
+                        done.append(request)
                 offset += end - start
-                continue
-            request.vectors.extend(vectors[offset : offset + end - start])
-            offset += end - start
-            if len(request.vectors) == len(request.texts):
+        for request in done:
+            with contextlib.suppress(InvalidStateError):  # failed meanwhile on another thread
                 request.future.set_result(request.vectors)
 
     def _fail(self, request: _Request, exc: Exception) -> None:
-        if not request.future.done():
+        with contextlib.suppress(InvalidStateError):  # done meanwhile on another thread
             request.future.set_exception(exc)
         with self._cond:  # drop what is left of it
             for queue in (self._queries, self._documents):

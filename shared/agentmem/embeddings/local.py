@@ -24,7 +24,9 @@ locks (and a worker thread of its own): it loads and embeds as the parent does.
 The forward pass runs traced, as one call into torch, wherever the trace gives
 sentence-transformers' vectors (checked at load; :mod:`agentmem.embeddings.traced`): an eager
 pass needs the GIL back after each of its operators, and waits for it while other threads
-of the process run Python.
+of the process run Python. A traced pass leaves the GIL while it computes, so up to two
+passes run at once (as many as the cores hold at the torch threads set, at most 2): with
+one torch thread each on 2 cores, concurrent requests use both cores.
 """
 
 from __future__ import annotations
@@ -143,6 +145,21 @@ def default_torch_threads() -> int:
     affinity = getattr(os, "sched_getaffinity", None)
     cores = len(affinity(0)) if affinity is not None else (os.cpu_count() or 1)
     return max(1, cores // 2)
+
+
+def _parallel_passes(torch_threads: int) -> int:
+    """Forward passes of a traced model that run at once: as many as the usable cores hold
+    passes of ``torch_threads`` intra-op threads, at most 2. On 2 cores, one thread each:
+    two passes use both cores while requests from several threads wait for their
+    embeddings; a lone request still runs one pass.
+
+    Example:
+        >>> _parallel_passes(1) >= 1
+        True
+    """
+    affinity = getattr(os, "sched_getaffinity", None)
+    cores = len(affinity(0)) if affinity is not None else (os.cpu_count() or 1)
+    return max(1, min(2, cores // max(1, torch_threads)))
 
 
 def _set_torch_threads(requested: int | None) -> None:
@@ -388,6 +405,10 @@ class SentenceTransformerEmbedder:
             from agentmem.embeddings.traced import trace_pipeline
 
             self._traced = trace_pipeline(model, device=self.device)
+            if self._traced is not None:  # passes leave the GIL: they may run side by side
+                import torch
+
+                self._worker.workers = _parallel_passes(torch.get_num_threads())
         logger.debug(
             "loaded %s on %s (%s)",
             self.model_name,
@@ -468,15 +489,18 @@ class SentenceTransformerEmbedder:
         # query/document prompts when its config defines them (a traced pipeline has none).
         name = "encode_query" if query else "encode_document"
         encode = getattr(model, name, model.encode)
-        with self._encode_lock:
-            array = None
-            if traced is not None:
-                try:
-                    array = traced.encode(items, normalize=self.normalize)
-                except Exception:  # a trace that fails later: encode() from now on
-                    logger.warning("the traced forward pass failed; using encode()", exc_info=True)
-                    self._traced = None
-            if array is None:
+        array = None
+        if traced is not None:
+            try:
+                with self._encode_lock:  # the tokenizer, one thread at a time
+                    features = traced.features(items)
+                array = traced.run(features, normalize=self.normalize)  # passes at once
+            except Exception:  # a trace that fails later: encode() from now on
+                logger.warning("the traced forward pass failed; using encode()", exc_info=True)
+                self._traced = None
+                self._worker.workers = 1
+        if array is None:
+            with self._encode_lock:
                 array = encode(
                     items,
                     batch_size=len(items),

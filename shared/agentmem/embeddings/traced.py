@@ -59,8 +59,9 @@ _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 class TracedPipeline:
     """A traced sentence-transformers pipeline: texts in, sentence embeddings out.
 
-    Not thread-safe (the tokenizer is not): one thread at a time, as the embedder's worker
-    thread calls it. Made by :func:`trace_pipeline`.
+    :meth:`encode` is :meth:`features` (one thread at a time: the tokenizer is not
+    thread-safe) then :meth:`run` (any number of threads at once). Made by
+    :func:`trace_pipeline`.
     """
 
     def __init__(
@@ -74,7 +75,16 @@ class TracedPipeline:
     def encode(self, texts: list[str], *, normalize: bool) -> np.ndarray:
         """The embeddings of ``texts`` (float32, one row per text), L2-normalized when
         ``normalize`` (as ``encode(normalize_embeddings=...)``)."""
-        features = _features(self._model, texts)
+        return self.run(self.features(texts), normalize=normalize)
+
+    def features(self, texts: list[str]) -> dict[str, Any]:
+        """The tokenizer's tensors for ``texts`` (one thread at a time: the tokenizer is
+        not thread-safe)."""
+        return _features(self._model, texts)
+
+    def run(self, features: dict[str, Any], *, normalize: bool) -> np.ndarray:
+        """The forward pass over :meth:`features`' tensors; safe on several threads at once
+        (TorchScript), and it leaves the GIL while it computes."""
         with torch.inference_mode():
             out = self._module(*(features[name] for name in self._inputs))
             if normalize and not self._normalized:  # one more operator only if needed
