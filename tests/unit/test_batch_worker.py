@@ -507,3 +507,56 @@ def test_documents_never_run_beside_another_pass() -> None:
 def test_workers_must_be_positive() -> None:
     with pytest.raises(ConfigurationError):
         BatchWorker(lambda texts, query: [], workers=0)
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_steady_queries_beside_each_other_never_starve_documents(shared: bool) -> None:
+    """Two threads could take turns running passes of new queries side by side, so that
+    no moment comes with no pass running, when documents may go: documents that have
+    waited ``document_wait`` stop the side passes instead."""
+
+    def encode(texts: list[str], query: bool) -> list[list[float]]:
+        time.sleep(0.005)
+        return expected(texts, query)
+
+    worker = BatchWorker(encode, workers=2, shared_pass=lambda: shared)
+    stop = threading.Event()
+
+    def steady() -> None:
+        while not stop.is_set():
+            worker.submit(["a query"], query=True)
+            time.sleep(0.001)
+
+    thread = threading.Thread(target=steady)
+    thread.start()
+    try:
+        time.sleep(0.05)
+        docs = worker.submit(["doc one", "doc two", "doc three"], query=False)
+        assert docs.result(5) == expected(["doc one", "doc two", "doc three"], False)
+    finally:
+        stop.set()
+        thread.join()
+
+
+def test_fewer_workers_take_effect_on_the_threads_already_running() -> None:
+    lock = threading.Lock()
+    running, most = [0], [0]
+
+    def encode(texts: list[str], query: bool) -> list[list[float]]:
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.002)
+        with lock:
+            running[0] -= 1
+        return expected(texts, query)
+
+    worker = BatchWorker(encode, workers=2)
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda i: worker.embed([f"q{i}"], query=True), range(200)))
+    assert most[0] == 2
+    worker.workers = 1  # what the local embedder does when its trace fails
+    most[0] = 0
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda i: worker.embed([f"r{i}"], query=True), range(200)))
+    assert most[0] == 1

@@ -106,10 +106,12 @@ _Piece = tuple[_Request, int, int]
 
 
 class BatchWorker:
-    """Runs one model's forward passes on one daemon thread, batching concurrent requests.
+    """Runs one model's forward passes on daemon threads (one, or up to ``workers`` at once),
+    batching concurrent requests.
 
     Args:
-        encode: One forward pass (see :data:`Encode`); called on the worker thread only.
+        encode: One forward pass (see :data:`Encode`); called on the worker threads only
+            (on several at once with ``workers`` > 1).
         max_batch: Texts per pass at most.
         window: Seconds a request that finds the worker idle waits for others, when the
             last pass saw more than one request in flight.
@@ -120,7 +122,7 @@ class BatchWorker:
             pass before the waiting queries.
         shared_pass: Whether queries and documents may share a pass (the model embeds
             them alike); called once, before the first pass.
-        name: The thread's name.
+        name: The threads' name.
         idle_exit: Seconds without work after which the thread ends.
         workers: Passes that may run at once (see :attr:`workers`).
 
@@ -251,10 +253,17 @@ class BatchWorker:
                 return pieces
 
     def _has_work(self) -> bool:
-        """Whether a thread may start a pass: queries wait, or documents do and no pass
-        runs (documents never take a second thread: a pass beside another is for queries,
-        so a consolidation leaves the other core to the requests)."""
-        return bool(self._queries or (self._documents and not self._running))
+        """Whether a thread may start a pass now: fewer than ``workers`` run, and either
+        none runs and something waits, or queries wait and no document has waited
+        ``document_wait``. A pass beside another is for queries only (a consolidation
+        leaves the other core to the requests), and documents that have waited long
+        enough stop such passes, so the running ones drain and the documents go next:
+        steady queries never starve them."""
+        if self._running >= self.workers:
+            return False
+        if not self._running:
+            return bool(self._queries or self._documents)
+        return bool(self._queries) and not self._documents_waited()
 
     def _wait(self, seconds: float, until: Callable[[], bool]) -> None:
         """Wait (the lock held) up to ``seconds`` for ``until()``."""

@@ -491,9 +491,9 @@ class SentenceTransformerEmbedder:
         encode = getattr(model, name, model.encode)
         array = None
         if traced is not None:
+            with self._encode_lock:  # the tokenizer, one thread at a time
+                features = traced.features(items)  # its errors are the request's
             try:
-                with self._encode_lock:  # the tokenizer, one thread at a time
-                    features = traced.features(items)
                 array = traced.run(features, normalize=self.normalize)  # passes at once
             except Exception:  # a trace that fails later: encode() from now on
                 logger.warning("the traced forward pass failed; using encode()", exc_info=True)
