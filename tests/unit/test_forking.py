@@ -45,11 +45,22 @@ def test_a_collection_inside_a_registration_that_frees_registered_objects_does_n
     assert not worker.is_alive()
 
 
+def _entries_of(kind: type) -> int:
+    """Registry entries of live ``kind`` objects (other objects come and go meanwhile: an
+    embedder's worker thread ending frees it, on another thread)."""
+    return sum(isinstance(ref(), kind) for ref, _ in list(forking._REGISTERED.values()))
+
+
 def test_an_entry_goes_with_its_object() -> None:
     gc.collect()
-    before = len(forking._REGISTERED)
+    before = _entries_of(_Cyclic)
     objects = [_Cyclic() for _ in range(50)]
-    assert len(forking._REGISTERED) == before + 50
+    keys = {id(o) for o in objects}
+    assert _entries_of(_Cyclic) == before + 50
+    assert keys <= set(forking._REGISTERED)
     del objects
     gc.collect()
-    assert len(forking._REGISTERED) == before
+    assert _entries_of(_Cyclic) == before
+    registry = dict(forking._REGISTERED)
+    stale = [k for k in keys if k in registry and registry[k][0]() is None]
+    assert stale == []  # each entry went with its object (an id reused since is another's)
