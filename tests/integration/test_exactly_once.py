@@ -396,3 +396,77 @@ def test_a_turn_retried_after_an_unknown_redis_outcome_is_stored_once(
         assert memories(alice) == sorted(
             ["user: first turn\nassistant: ok", f"user: {SAID[0]}\nassistant: {SAID[1]}"]
         )
+
+
+def _twin_stores(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> list[SessionStore]:
+    """Two store objects on one session database: two processes' views of it."""
+    if kind == "sqlite":
+        return [SQLiteSessionStore(tmp_path / "sessions.db") for _ in range(2)]
+    url = request.getfixturevalue("redis_url")
+    prefix = f"race{uuid.uuid4().hex[:10]}"
+    return [RedisSessionStore.from_url(url, prefix=prefix) for _ in range(2)]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("theirs_did", ["whole attempt", "append only"])
+@pytest.mark.parametrize("kind", ["sqlite", "redis"])
+def test_two_processes_recording_one_turn_with_other_answers_keep_one_and_tell_the_other(
+    kind: str,
+    theirs_did: str,
+    mode: str,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two processes retry one turn at the same moment, each with its model's new answer;
+    both find the turn unrecorded. The other process's messages land first (its whole
+    attempt, or only its append after our record overwrote its record): ours, with the same
+    message ids, is a no-op in the log. We must hear it (``TurnConflictError``), not return
+    as if our answer were stored, and the turn record must describe what the log holds."""
+    from agentmem.controller.turns import aappend_turn, append_turn, turn_messages
+    from agentmem.short_term import ConversationBufferMemory
+
+    ours_store, theirs_store = _twin_stores(kind, tmp_path, request)
+    try:
+        ours = ConversationBufferMemory(session_id="s1", store=ours_store)
+        theirs = ConversationBufferMemory(session_id="s1", store=theirs_store)
+
+        def said(answer: str) -> list[Message]:
+            return [
+                Message.create("user", "where is my bike?"),
+                Message.create("assistant", answer),
+            ]
+
+        real = ours_store.append
+
+        def append(session_id: str, messages: Sequence[Message]) -> list[int]:
+            if theirs_did == "whole attempt":
+                append_turn(theirs, said("In the red shed."), "t-1")
+            else:  # their record was overwritten by ours; their append comes first
+                theirs_store.append("s1", turn_messages("s1", "t-1", said("In the red shed.")))
+            monkeypatch.setattr(ours_store, "append", real)
+            return real(session_id, messages)
+
+        async def aappend(session_id: str, messages: Sequence[Message]) -> list[int]:
+            return await asyncio.to_thread(append, session_id, messages)
+
+        monkeypatch.setattr(ours_store, "append", append)
+        monkeypatch.setattr(ours_store, "aappend", aappend)
+
+        def record_ours() -> object:
+            if mode == "sync":
+                return append_turn(ours, said("In the blue shed."), "t-1")
+            return asyncio.run(aappend_turn(ours, said("In the blue shed."), "t-1"))
+
+        with pytest.raises(TurnConflictError, match="at the same moment"):
+            record_ours()
+        log = [m.message.content for m in theirs_store.read("s1")]
+        assert log == ["where is my bike?", "In the red shed."]
+        # The turn record describes what landed: their retry is a retry, ours a conflict.
+        append_turn(theirs, said("In the red shed."), "t-1")
+        with pytest.raises(TurnConflictError, match="already used"):
+            append_turn(ours, said("In the blue shed."), "t-1")
+        assert [m.message.content for m in ours_store.read("s1")] == log
+    finally:
+        ours_store.close()
+        theirs_store.close()

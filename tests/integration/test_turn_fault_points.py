@@ -30,7 +30,7 @@ import pytest
 
 from agentmem import MemoryManager, MemoryService
 from agentmem.controller.ownership import SESSION_OPERATIONS
-from agentmem.stores.base import SessionStore
+from agentmem.stores.base import SessionStore, StoredMessage
 from agentmem.stores.qdrant.edge import QdrantEdgeStore
 from agentmem.stores.sqlite import SQLiteSessionStore
 from tests.fakes import HashingEmbedder
@@ -245,6 +245,7 @@ RACER = textwrap.dedent(
     import sys, time
     from pathlib import Path
     from agentmem import MemoryManager
+    from agentmem.errors import TurnConflictError
 
     db, here = sys.argv[1], Path(sys.argv[2])
     mem = MemoryManager.open(
@@ -255,25 +256,32 @@ RACER = textwrap.dedent(
     while not (here / "go").exists():
         time.sleep(0.005)
     start = float((here / "go").read_text())
+    answer = sys.argv[4]  # "ok", or each racer's own answer ("ok from 0")
+    refused = []
     for t in range(60):  # both processes record each turn in the same instant
         while time.time() < start + t * 0.02:
             pass
-        mem.process_interaction(f"fact {t}", "ok", turn_id=f"t{t}")
+        try:
+            mem.process_interaction(f"fact {t}", answer, turn_id=f"t{t}")
+        except TurnConflictError:
+            refused.append(t)
     mem.close()
+    print(" ".join(map(str, refused)))
     """
 )
 
 
-def test_two_processes_recording_one_turn_at_once_on_sqlite_store_it_once(
-    tmp_path: Path,
-) -> None:
-    """Two workers on one SQLite file get the same turns at the same moment (a client's
-    retry sent to the other worker): each turn is stored once."""
+def race(tmp_path: Path, answers: list[str]) -> tuple[list[set[int]], list[StoredMessage]]:
+    """Two workers on one SQLite file record turns ``t0``..``t59`` at the same moments, the
+    worker ``i`` answering ``answers[i]``: the turns each was refused, and the log."""
     db = tmp_path / "sessions.db"
     SQLiteSessionStore(db).close()
     racers = [
         subprocess.Popen(
-            [sys.executable, "-c", RACER, str(db), str(tmp_path), str(i)], env=child_env()
+            [sys.executable, "-c", RACER, str(db), str(tmp_path), str(i), answers[i]],
+            env=child_env(),
+            stdout=subprocess.PIPE,
+            text=True,
         )
         for i in range(2)
     ]
@@ -284,11 +292,40 @@ def test_two_processes_recording_one_turn_at_once_on_sqlite_store_it_once(
             assert all(r.poll() is None for r in racers)
             time.sleep(0.01)
         (tmp_path / "go").write_text(str(time.time() + 0.2))
-        assert [r.wait(timeout=120) for r in racers] == [0, 0]
+        outs = [r.communicate(timeout=120)[0] for r in racers]
+        assert [r.returncode for r in racers] == [0, 0]
     finally:
         for racer in racers:
             if racer.poll() is None:
                 racer.kill()
     with SQLiteSessionStore(db) as store:
-        said = Counter(m.message.content for m in store.read("s1"))
+        log = store.read("s1")
+    return [{int(t) for t in out.split()} for out in outs], log
+
+
+def test_two_processes_recording_one_turn_at_once_on_sqlite_store_it_once(
+    tmp_path: Path,
+) -> None:
+    """Two workers on one SQLite file get the same turns at the same moment (a client's
+    retry sent to the other worker): each turn is stored once."""
+    refused, log = race(tmp_path, ["ok", "ok"])
+    assert refused == [set(), set()]  # the same exchange twice is a retry
+    said = Counter(m.message.content for m in log)
     assert said == Counter({**{f"fact {t}": 1 for t in range(60)}, "ok": 60})
+
+
+def test_two_processes_recording_one_turn_with_other_answers_store_one_and_refuse_one(
+    tmp_path: Path,
+) -> None:
+    """The same race where each worker's model answered anew: each turn is stored once,
+    with the answer of the one worker that was not refused (the other hears
+    ``TurnConflictError``, never a success for an answer the log does not hold)."""
+    refused, log = race(tmp_path, ["ok from 0", "ok from 1"])
+    answers = {m.message.content: m.seq for m in log}
+    assert len(log) == 120
+    for t in range(60):
+        kept = [i for i in range(2) if t not in refused[i]]
+        assert len(kept) == 1, f"turn {t}: refused to {[t in r for r in refused]}"
+        question = answers[f"fact {t}"]
+        reply = next(m.message.content for m in log if m.seq == question + 1)
+        assert reply == f"ok from {kept[0]}", f"turn {t}"

@@ -30,8 +30,12 @@ Within one process the steps (record, append, ``then``, settle) run under the se
 process-wide lock (threads and asyncio tasks alike). Across processes, the Redis and SQLite
 stores' appends are idempotent by message id, so two processes retrying one turn at the same
 moment store its messages once too (each counts it in its own working memory, which one
-process per session keeps). Turn records stay with the session's state (a few dozen bytes
-per turn) and go with :meth:`~agentmem.stores.base.SessionStore.clear`.
+process per session keeps). Each attempt reads its messages back after its append: when two
+attempts with *different* messages (a model call retried in two processes, each answering
+anew) both found the turn unrecorded, the log keeps the first append, the turn record is made
+to describe it, and the other attempt raises :class:`~agentmem.errors.TurnConflictError`
+instead of returning as if its messages were stored. Turn records stay with the session's
+state (a few dozen bytes per turn) and go with :meth:`~agentmem.stores.base.SessionStore.clear`.
 
 ``then``'s write (the working-memory document) and the settle mark (the turn record) are two
 writes of the session state, and the stores have no write of two keys at once: a crash, or a
@@ -72,6 +76,7 @@ from agentmem.types import Message
 
 if TYPE_CHECKING:
     from agentmem.short_term.base import ShortTermMemory
+    from agentmem.stores.base import SessionStore
 
 __all__ = [
     "MAX_TURN_ID_LENGTH",
@@ -279,8 +284,47 @@ def _record(
         record = {"version": 1, "digest": digest, "after": after, "messages": len(batch)}
         yield from call(store.set_state, store.aset_state, session_id, state_key, record)
     # A first attempt, or one whose earlier attempt wrote the record but not the messages.
-    appended = yield from short_term._add_messages(batch)
-    return RecordedTurn(appended, True, False, turn_id, record)
+    seqs = yield from call(store.append, store.aappend, session_id, batch)
+    yield from _check_landed(store, session_id, turn_id, batch, seqs)
+    yield from short_term._after_append()
+    return RecordedTurn(batch, True, False, turn_id, record)
+
+
+def _check_landed(
+    store: SessionStore, session_id: str, turn_id: str, batch: list[Message], seqs: list[int]
+) -> Program[None]:
+    """Raise :class:`~agentmem.errors.TurnConflictError` if what the log holds at ``seqs``
+    is not ``batch``: another process recorded the same turn with other messages at the
+    same moment (both found no messages of it, and the log, idempotent by message id, kept
+    the first append). The turn record is made to describe the messages that landed.
+
+    The turn's lock serializes attempts in one process only; this read-back is what tells
+    an attempt in another process that its append was a no-op.
+    """
+    if len(seqs) != len(batch) or not seqs:
+        return  # a store that does not return one seq per message: nothing to compare
+    low, high = min(seqs), max(seqs)
+    found = yield from call(
+        store.read, store.aread, session_id, after=low - 1, limit=high - low + 1
+    )
+    at = {m.seq: m.message for m in found}
+    stored = [at[seq] for seq in seqs if seq in at]
+    if [m.id for m in stored] != [m.id for m in batch]:
+        return  # not this turn's messages there (the session cleared meanwhile): no verdict
+    digest = turn_digest(stored)
+    if digest == turn_digest(batch):
+        return
+    key = f"{TURN_STATE_PREFIX}{turn_id}"
+    record = yield from call(store.get_state, store.aget_state, session_id, key)
+    if record is not None and record.get("digest") != digest:
+        fixed = {**record, "digest": digest, "messages": len(stored)}
+        yield from call(store.set_state, store.aset_state, session_id, key, fixed)
+    msg = (
+        f"turn {turn_id!r} of session {session_id!r} was recorded at the same moment by "
+        "another attempt with other messages (a retry in another process); the session "
+        "keeps that attempt's messages, and nothing of this one was stored"
+    )
+    raise TurnConflictError(msg)
 
 
 def append_turn(
