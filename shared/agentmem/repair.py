@@ -152,8 +152,7 @@ def _repair_sessions(db: Path, report: RepairReport, accept_loss: bool) -> None:
     if not accept_loss:
         return
     rows, lost, last_seq, incomplete = _readable_rows(db)
-    stamp = time.strftime("%Y%m%dT%H%M%S")
-    aside = db.with_name(f"{db.name}.damaged-{stamp}")
+    aside = _new_aside(db)
     if "agentmem_owners" in incomplete:
         lost.extend(_withhold_unowned(db, rows, aside))
     try:
@@ -170,6 +169,19 @@ def _repair_sessions(db: Path, report: RepairReport, accept_loss: bool) -> None:
     kept = len(rows.get("agentmem_messages", []))
     report.kept.append(f"{db}: rebuilt with {kept} messages; the damaged file is in {aside}")
     report.repaired = True
+
+
+def _new_aside(db: Path) -> Path:
+    """A directory name beside ``db`` for its damaged files, not taken yet: the time, and a
+    number when a repair of the same second left one (a repair that died while swapping,
+    run again at once)."""
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    aside = db.with_name(f"{db.name}.damaged-{stamp}")
+    n = 1
+    while aside.exists():
+        n += 1
+        aside = db.with_name(f"{db.name}.damaged-{stamp}-{n}")
+    return aside
 
 
 def _withhold_unowned(

@@ -35,6 +35,7 @@ from agentmem.long_term.records import RecordFilter, Scope
 from agentmem.repair import repair
 from agentmem.stores.qdrant.edge import LOCK_FILE, QdrantEdgeStore
 from agentmem.stores.sqlite import SQLiteSessionStore
+from agentmem.types import Message
 from tests.fakes import HashingEmbedder
 from tests.processes import run_python
 
@@ -450,6 +451,49 @@ def test_a_repair_that_fails_midway_leaves_the_damaged_database_in_place(
     assert repair(small_home).damaged == []
     with SQLiteSessionStore(small_home / "sessions.db") as store:
         assert store.count("chat-1") == 9
+
+
+def test_a_repair_that_dies_while_swapping_keeps_the_rows_only_the_log_held(
+    small_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A repair killed after moving the damaged database's -wal aside and before putting the
+    rebuilt file in place, then run again at once: the rows that were only in the log are
+    kept (the first repair's check checkpointed them into the file before the swap), and
+    the second repair's aside directory does not collide with the first's."""
+    import agentmem.repair as repair_module
+
+    db = small_home / "sessions.db"
+    alter_row(db, "agentmem_messages", "seq = 3")
+    # The latest turn is only in the log, as a crash leaves it (not checkpointed).
+    store = SQLiteSessionStore(db)
+    store.append("chat-1", [Message.create("user", "only in the log")])
+    saved = {s: Path(f"{db}{s}").read_bytes() for s in ("", "-wal", "-shm")}
+    store.close()  # checkpoints and removes the log: put back the files as they were
+    for suffix, data in saved.items():
+        Path(f"{db}{suffix}").write_bytes(data)
+    assert saved["-wal"]
+
+    real = os.replace
+
+    def dies_at_the_swap(src: object, dst: object) -> None:
+        if Path(str(dst)) == db:
+            raise KeyboardInterrupt  # the process dies here
+        real(src, dst)  # type: ignore[arg-type]
+
+    with monkeypatch.context() as patched:
+        patched.setattr(repair_module.os, "replace", dies_at_the_swap)
+        with pytest.raises(KeyboardInterrupt):
+            repair(small_home, accept_loss=True)
+    assert not Path(f"{db}-wal").exists()  # moved aside with the file still in place
+
+    report = repair(small_home, accept_loss=True)
+    assert report.repaired
+    assert report.lost == [f"{db}: agentmem_messages row ('chat-1', 3) failed its checksum"]
+    with SQLiteSessionStore(db) as store:
+        texts = [m.message.content for m in store.read("chat-1")]
+    assert texts[-1] == "only in the log"
+    assert len(texts) == 10
+    assert repair(small_home).damaged == []
 
 
 def test_repair_withholds_a_session_whose_owner_record_was_lost(small_home: Path) -> None:
