@@ -470,3 +470,44 @@ def test_two_processes_recording_one_turn_with_other_answers_keep_one_and_tell_t
     finally:
         ours_store.close()
         theirs_store.close()
+
+
+def _every_field() -> list[Message]:
+    """A turn using every field a message has, with values a store's round trip could
+    change (non-ASCII text, floats, tuples, nested metadata, tool calls)."""
+    from agentmem.types import ToolCall
+
+    call = ToolCall(id="call-1", name="weather", arguments='{"city": "Zürich", "days": 2}')
+    return [
+        Message.create(
+            "user",
+            "Wie wird das Wetter? 天気 🌦\n\ttabs and  spaces ",
+            name="alice",
+            metadata={"lang": "de", "score": 1.0, "big": 2**62, "tags": ("a", "b"), "n": None},
+        ),
+        Message.create("assistant", "", tool_calls=(call,), metadata={"nested": {"x": [1.5]}}),
+        Message.create("tool", '{"temp": -3.5}', tool_call_id="call-1", metadata={"k": [True, False]}),
+        Message.create("assistant", "Kalt: −3,5 °C.", metadata={}),
+    ]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_turn_of_every_field_records_and_retries_without_a_conflict(
+    service: MemoryService, mode: str
+) -> None:
+    """Each attempt reads its messages back and compares what they say: what every store
+    gives back must say the same as what was appended, or every such turn is refused."""
+    from agentmem.controller.turns import aappend_turn, append_turn
+
+    chat = service.manager("alice", "s-fields").short_term
+
+    async def twice() -> list[list[Message]]:  # one loop: the Redis client's
+        return [await aappend_turn(chat, _every_field(), "t-every-field") for _ in range(2)]
+
+    if mode == "sync":  # the first attempt, then a retry
+        attempts = [append_turn(chat, _every_field(), "t-every-field") for _ in range(2)]
+    else:
+        attempts = asyncio.run(twice())
+    for stored in attempts:
+        assert [m.content for m in stored] == [m.content for m in _every_field()]
+    assert chat.store.count("s-fields") == 4
