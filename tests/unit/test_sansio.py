@@ -230,3 +230,75 @@ async def test_working_memory_sync_call_during_an_async_change_fails_clearly() -
     await task
     wm.set_variable("b", 2)
     assert wm.get_all_variables() == {"a": 1, "b": 2}
+
+
+class Whole:
+    """A service whose async face runs the whole program on one worker thread when
+    ``blocking`` says so, stepping on the loop otherwise."""
+
+    def __init__(self, *, blocking: bool) -> None:
+        self.blocking = blocking
+        self.threads: list[str] = []
+
+    def _where(self) -> None:
+        self.threads.append(threading.current_thread().name)
+
+    async def _awhere(self) -> None:
+        self._where()
+
+    @twin
+    def steps(self, n: int) -> Program[int]:
+        for _ in range(n):
+            yield from call(self._where, self._awhere)
+        self._where()  # a pure step after the last request
+        return n
+
+    asteps = async_twin(steps, in_one_thread=lambda self: self.blocking)
+
+
+def test_in_one_thread_runs_the_whole_program_on_one_worker_thread() -> None:
+    loop_thread = threading.current_thread().name
+    whole = Whole(blocking=True)
+    assert asyncio.run(whole.asteps(3)) == 3
+    assert len(set(whole.threads)) == 1
+    assert whole.threads[0].startswith("agentmem-op")
+    stepped = Whole(blocking=False)  # a natively async part: requests awaited on the loop
+    assert asyncio.run(stepped.asteps(3)) == 3
+    assert set(stepped.threads) == {loop_thread}
+
+
+def test_whole_programs_never_starve_an_async_lock_holder_of_threads() -> None:
+    """More whole programs than agentmem's pool has threads wait for a keyed lock that an
+    async task holds while it needs the *default* pool: they must not take its threads."""
+    key = ("test", "contended")
+    done: list[int] = []
+
+    def one(i: int) -> Program[None]:
+        yield from call(time.sleep, asyncio.sleep, 0.001)
+        done.append(i)
+
+    class Contender:
+        @twin
+        def go(self, i: int) -> Program[None]:
+            yield from locked(key, one(i))
+
+        ago = async_twin(go, in_one_thread=lambda self: True)
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        loop.set_default_executor(__import__("concurrent.futures").futures.ThreadPoolExecutor(1))
+
+        def holder() -> Program[None]:  # holds the lock across default-pool calls
+            for _ in range(3):
+                yield from blocking(time.sleep, 0.02)
+            done.append(-1)
+
+        held = asyncio.create_task(adrive(iter(locked(key, holder()))))
+        await asyncio.sleep(0)  # the holder takes the lock first
+        contender = Contender()
+        await asyncio.wait_for(
+            asyncio.gather(held, *(contender.ago(i) for i in range(40))), timeout=30
+        )
+
+    asyncio.run(main())
+    assert sorted(done) == [-1, *range(40)]
