@@ -275,7 +275,7 @@ class MemoryManager:
         """
         return (yield from self._record_messages(messages, turn_id))
 
-    arecord_messages = async_twin(record_messages, in_one_thread=_blocking_parts)
+    arecord_messages = async_twin(record_messages)
 
     def _record_messages(
         self, messages: Sequence[MessageLike], turn_id: str | None = None
