@@ -50,8 +50,6 @@ class BatchEmbedder(ABC):
 class HashingEmbedder:
     """Implements :class:`agentmem.embeddings.Embedder` by hashing words into buckets."""
 
-    blocking_native = True  # pure CPU, no I/O: a whole turn may run on one worker thread
-
     def __init__(self, dimension: int = 16, *, model_name: str = "hashing-fake") -> None:
         self._dimension = dimension
         self._model_name = model_name

@@ -55,7 +55,7 @@ import types
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Hashable
 from typing import Any, Concatenate, Generic, ParamSpec, TypeAlias, TypeVar, overload
 
-from agentmem._util.executor import run_in_executor, run_in_worker
+from agentmem._util.executor import run_in_executor
 from agentmem._util.locks import holding, keyed_lock
 from agentmem.errors import BlockingCallError
 
@@ -295,34 +295,16 @@ class twin(Generic[S, P, R]):
         return types.MethodType(self._sync, obj)
 
 
-def async_twin(
-    method: twin[S, P, R], *, in_one_thread: Callable[[S], bool] | None = None
-) -> _AsyncTwin[S, P, R]:
+def async_twin(method: twin[S, P, R]) -> _AsyncTwin[S, P, R]:
     """The async face of a :class:`twin` method, in the class body:
-    ``aget_memory = async_twin(get_memory)``.
-
-    ``in_one_thread(obj)`` true: the whole program runs blocking (:func:`drive`) in one
-    thread of agentmem's pool (:func:`~agentmem._util.executor.run_in_worker`) instead of
-    stepping on the event loop. For an operation of many blocking requests, all of whose
-    parts have blocking faces anyway (in-process stores, a local model), this is one trip
-    through a pool instead of one per request, each of which waits for the loop under
-    load; it must be false when any part is natively async (its blocking face may not
-    exist). Cancelled, such an operation still runs to its end in its thread, as
-    LangChain's ``run_in_executor`` does for sync components.
-    """
-    return _AsyncTwin(method.name, method.program, in_one_thread)
+    ``aget_memory = async_twin(get_memory)``."""
+    return _AsyncTwin(method.name, method.program)
 
 
 class _AsyncTwin(Generic[S, P, R]):
-    def __init__(
-        self,
-        sync_name: str,
-        program: Callable[Concatenate[S, P], Program[R]],
-        in_one_thread: Callable[[S], bool] | None = None,
-    ):
+    def __init__(self, sync_name: str, program: Callable[Concatenate[S, P], Program[R]]):
         self._sync_name = sync_name
         self._program = program
-        self._in_one_thread = in_one_thread
         self.__doc__ = f"Async twin of :meth:`{sync_name}`."
         self.__wrapped__ = program
 
@@ -340,15 +322,8 @@ class _AsyncTwin(Generic[S, P, R]):
         found = getattr(type(obj), self._sync_name, None)
         program = found.program if isinstance(found, twin) else self._program
 
-        if self._in_one_thread is not None and self._in_one_thread(obj):
-
-            async def bound(*args: Any, **kwargs: Any) -> Any:
-                return await run_in_worker(drive, program(obj, *args, **kwargs))
-
-        else:
-
-            async def bound(*args: Any, **kwargs: Any) -> Any:
-                return await adrive(program(obj, *args, **kwargs))
+        async def bound(*args: Any, **kwargs: Any) -> Any:
+            return await adrive(program(obj, *args, **kwargs))
 
         bound.__doc__ = self.__doc__
         bound.__name__ = bound.__qualname__ = "a" + self._sync_name.lstrip("_")

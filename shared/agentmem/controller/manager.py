@@ -58,18 +58,6 @@ __all__ = ["MemoryManager"]
 logger = logging.getLogger(__name__)
 
 
-def _blocking_parts(manager: MemoryManager) -> bool:
-    """Whether every part a turn touches has its own blocking face: the session store, the
-    long-term store and the embedder declare ``blocking_native`` (SQLite or in-memory
-    sessions, Qdrant Edge or the in-memory store, the local model), and no language model
-    is configured (a client's async face may be its only one). Then the async turn runs
-    whole on one worker thread (see :func:`agentmem._sansio.async_twin`)."""
-    parts = (manager.short_term.store, manager.long_term.store, manager.long_term.embedder)
-    if not all(getattr(part, "blocking_native", False) is True for part in parts):
-        return False
-    return manager.short_term.llm is None and manager.consolidator.llm is None
-
-
 class MemoryManager:
     """The memory controller for one user and session (see the module docstring).
 
@@ -359,7 +347,7 @@ class MemoryManager:
         ]
         return (yield from self._record_messages(exchange, turn_id))
 
-    aprocess_interaction = async_twin(process_interaction, in_one_thread=_blocking_parts)
+    aprocess_interaction = async_twin(process_interaction)
 
     def wait_for_background(self, timeout: float | None = None) -> bool:
         """Wait until this session's queued and running background consolidations finish,
@@ -640,7 +628,7 @@ class MemoryManager:
             self.recent_contexts.add(self.user_id, self.session_id, query or "", built)
         return built
 
-    agather_context = async_twin(gather_context, in_one_thread=_blocking_parts)
+    agather_context = async_twin(gather_context)
 
     def _asked(self, max_tokens: int) -> str | None:
         """The session's latest user message (no I/O: the session was just read): in its
@@ -697,7 +685,7 @@ class MemoryManager:
             )
         )
 
-    abuild_context = async_twin(build_context, in_one_thread=_blocking_parts)
+    abuild_context = async_twin(build_context)
 
     # -- lifecycle -------------------------------------------------------------------------
 

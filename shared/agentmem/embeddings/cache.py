@@ -156,12 +156,6 @@ class CachedEmbedder:
     )
 
     @property
-    def blocking_native(self) -> bool:
-        """Whether the inner embedder's blocking face is its own (see
-        :func:`agentmem._sansio.async_twin`)."""
-        return bool(getattr(self.inner, "blocking_native", False))
-
-    @property
     def nbytes(self) -> int:
         """Bytes the cached entries hold (arrays, keys and :data:`ENTRY_OVERHEAD` each)."""
         with self._lock:

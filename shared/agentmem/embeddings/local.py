@@ -242,10 +242,6 @@ class SentenceTransformerEmbedder:
         [0.0123, -0.0456, 0.0789]
     """
 
-    #: The blocking face waits for the model's own worker thread, as the async face does:
-    #: a whole turn may run on one worker thread (see :func:`agentmem._sansio.async_twin`).
-    blocking_native = True
-
     def __init__(
         self,
         model_name_or_path: str | Path | None = None,

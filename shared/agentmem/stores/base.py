@@ -200,10 +200,6 @@ class SyncSessionStore(ClosesOnExit, ABC):
         {'v': 1}
     """
 
-    #: Every operation is a blocking call (the async twins only offload them): a whole
-    #: turn may run on one worker thread (see :func:`agentmem._sansio.async_twin`).
-    blocking_native = True
-
     @abstractmethod
     def append(self, session_id: str, messages: Sequence[Message]) -> list[int]: ...
 

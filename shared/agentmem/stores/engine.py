@@ -116,12 +116,6 @@ class MemoryStoreEngine(ClosesOnExit, ABC):
         """Size of the dense vectors of the collection."""
         return self._dimension
 
-    @property
-    def blocking_native(self) -> bool:
-        """Whether every operation is blocking (no async client): a whole turn may then run
-        on one worker thread (see :func:`agentmem._sansio.async_twin`)."""
-        return not self._native_async
-
     @abstractmethod
     def close(self) -> None:
         """Flush and release the store. Further use raises ``StoreClosedError``."""
