@@ -486,7 +486,9 @@ def _every_field() -> list[Message]:
             metadata={"lang": "de", "score": 1.0, "big": 2**62, "tags": ("a", "b"), "n": None},
         ),
         Message.create("assistant", "", tool_calls=(call,), metadata={"nested": {"x": [1.5]}}),
-        Message.create("tool", '{"temp": -3.5}', tool_call_id="call-1", metadata={"k": [True, False]}),
+        Message.create(
+            "tool", '{"temp": -3.5}', tool_call_id="call-1", metadata={"k": [True, False]}
+        ),
         Message.create("assistant", "Kalt: −3,5 °C.", metadata={}),
     ]
 
