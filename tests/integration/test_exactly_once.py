@@ -513,3 +513,51 @@ def test_a_turn_of_every_field_records_and_retries_without_a_conflict(
     for stored in attempts:
         assert [m.content for m in stored] == [m.content for m in _every_field()]
     assert chat.store.count("s-fields") == 4
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "redis"])
+# Not (2, 3): when the shorter attempt lands first, the longer one's extra positions have
+# new ids and are stored (see agentmem.controller.turns._check_landed: left open).
+@pytest.mark.parametrize(("theirs_n", "ours_n"), [(3, 2), (4, 2)], ids=["3-2", "4-2"])
+def test_racing_attempts_of_different_lengths_keep_the_first_and_its_retries(
+    kind: str,
+    theirs_n: int,
+    ours_n: int,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The race above where the two attempts differ in length (one model answered with a
+    tool call, the other in plain text) and the longer one landed first: ours hears
+    ``TurnConflictError``, and the attempt whose messages landed can still retry its turn
+    (the turn record describes all of them, not the first ``len(ours)``)."""
+    from agentmem.controller.turns import append_turn
+    from agentmem.short_term import ConversationBufferMemory
+
+    ours_store, theirs_store = _twin_stores(kind, tmp_path, request)
+    try:
+        ours = ConversationBufferMemory(session_id="s1", store=ours_store)
+        theirs = ConversationBufferMemory(session_id="s1", store=theirs_store)
+
+        def said(answer: str, n: int) -> list[Message]:
+            turn = [Message.create("user", "where is my bike?")]
+            turn += [Message.create("assistant", f"{answer} ({i})") for i in range(n - 1)]
+            return turn
+
+        real = ours_store.append
+
+        def append(session_id: str, messages: Sequence[Message]) -> list[int]:
+            append_turn(theirs, said("In the red shed.", theirs_n), "t-1")
+            monkeypatch.setattr(ours_store, "append", real)
+            return real(session_id, messages)
+
+        monkeypatch.setattr(ours_store, "append", append)
+        with pytest.raises(TurnConflictError, match="at the same moment"):
+            append_turn(ours, said("In the blue shed.", ours_n), "t-1")
+        log = [m.message.content for m in theirs_store.read("s1")]
+        assert log[:theirs_n] == [m.content for m in said("In the red shed.", theirs_n)]
+        append_turn(theirs, said("In the red shed.", theirs_n), "t-1")  # a retry
+        assert [m.message.content for m in theirs_store.read("s1")] == log
+    finally:
+        ours_store.close()
+        theirs_store.close()

@@ -285,44 +285,74 @@ def _record(
         yield from call(store.set_state, store.aset_state, session_id, state_key, record)
     # A first attempt, or one whose earlier attempt wrote the record but not the messages.
     seqs = yield from call(store.append, store.aappend, session_id, batch)
-    yield from _check_landed(store, session_id, turn_id, batch, seqs)
+    yield from _check_landed(store, session_id, turn_id, batch, seqs, int(record["after"]))
     yield from short_term._after_append()
     return RecordedTurn(batch, True, False, turn_id, record)
 
 
+#: How many messages past its own an attempt reads back: a longer attempt of the same turn
+#: that landed first (its messages are contiguous: one append) is read whole up to this.
+_LONGER_BY = 16
+
+
 def _check_landed(
-    store: SessionStore, session_id: str, turn_id: str, batch: list[Message], seqs: list[int]
+    store: SessionStore,
+    session_id: str,
+    turn_id: str,
+    batch: list[Message],
+    seqs: list[int],
+    after: int,
 ) -> Program[None]:
-    """Raise :class:`~agentmem.errors.TurnConflictError` if what the log holds at ``seqs``
-    is not ``batch``: another process recorded the same turn with other messages at the
-    same moment (both found no messages of it, and the log, idempotent by message id, kept
-    the first append). The turn record is made to describe the messages that landed.
+    """Raise :class:`~agentmem.errors.TurnConflictError` unless the turn's messages in the
+    log say what ``batch`` says: another process recorded the same turn with other messages
+    at the same moment (both found no messages of it, and the log, idempotent by message
+    id, kept the first append). The turn record is then made to describe the turn as the
+    log holds it (its digest, its length, a position before it), so the retries of the
+    attempt that landed are retries.
 
     The turn's lock serializes attempts in one process only; this read-back is what tells
-    an attempt in another process that its append was a no-op.
+    an attempt in another process that its append was a no-op. The turn is read from its
+    first message on, up to :data:`_LONGER_BY` messages past this attempt's own (a longer
+    attempt that landed first is one append, so its messages are contiguous).
+
+    Left open: two attempts of different lengths where the *shorter* lands first. The
+    longer one's extra positions have ids the log does not hold yet, so its append stores
+    them: the log then holds messages of both (the stores are idempotent per message, not
+    per batch). ``process_interaction`` (two messages) and the frameworks' turn ids (as
+    many messages as the framework's batch) cannot race that way.
     """
     if len(seqs) != len(batch) or not seqs:
         return  # a store that does not return one seq per message: nothing to compare
     low, high = min(seqs), max(seqs)
     found = yield from call(
-        store.read, store.aread, session_id, after=low - 1, limit=high - low + 1
+        store.read, store.aread, session_id, after=low - 1, limit=high - low + 1 + _LONGER_BY
     )
-    at = {m.seq: m.message for m in found}
-    stored = [at[seq] for seq in seqs if seq in at]
-    if [m.id for m in stored] != [m.id for m in batch]:
+    by_id = {m.message.id: m for m in found}
+    landed = []
+    for message_id in _turn_ids(session_id, turn_id, len(batch) + _LONGER_BY):
+        if message_id not in by_id:
+            break
+        landed.append(by_id[message_id].message)
+    if [m.id for m in landed[: len(batch)]] != [m.id for m in batch]:
         return  # not this turn's messages there (the session cleared meanwhile): no verdict
-    digest = turn_digest(stored)
+    digest = turn_digest(landed)
     if digest == turn_digest(batch):
-        return
+        return  # this attempt stored them, or another attempt the same exchange: a retry
     key = f"{TURN_STATE_PREFIX}{turn_id}"
     record = yield from call(store.get_state, store.aget_state, session_id, key)
     if record is not None and record.get("digest") != digest:
-        fixed = {**record, "digest": digest, "messages": len(stored)}
+        first = min(by_id[m.id].seq for m in landed)
+        fixed = {
+            **record,
+            "digest": digest,
+            "messages": len(landed),
+            "after": min(int(record.get("after", after)), first - 1),
+        }
         yield from call(store.set_state, store.aset_state, session_id, key, fixed)
     msg = (
         f"turn {turn_id!r} of session {session_id!r} was recorded at the same moment by "
         "another attempt with other messages (a retry in another process); the session "
-        "keeps that attempt's messages, and nothing of this one was stored"
+        "keeps the messages that landed first, not this attempt's"
     )
     raise TurnConflictError(msg)
 
