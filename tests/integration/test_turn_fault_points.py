@@ -291,7 +291,9 @@ def race(tmp_path: Path, answers: list[str]) -> tuple[list[set[int]], list[Store
             assert time.monotonic() < deadline, "the workers did not start"
             assert all(r.poll() is None for r in racers)
             time.sleep(0.01)
-        (tmp_path / "go").write_text(str(time.time() + 0.2))
+        # Written whole, then renamed: a worker polling for the file never reads it empty.
+        (tmp_path / "go.tmp").write_text(str(time.time() + 0.2))
+        (tmp_path / "go.tmp").replace(tmp_path / "go")
         outs = [r.communicate(timeout=120)[0] for r in racers]
         assert [r.returncode for r in racers] == [0, 0]
     finally:
