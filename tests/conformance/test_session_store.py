@@ -66,6 +66,37 @@ def test_empty_append_does_not_create_a_session(session_store: SessionStore) -> 
     assert session_store.sessions() == []
 
 
+def test_an_exclusive_append_of_new_messages_stores_them_and_its_retry_nothing(
+    session_store: SessionStore,
+) -> None:
+    turn = msgs("a", "b")
+    seqs = session_store.append("s1", turn, exclusive=True)
+    assert len(seqs) == 2
+    assert seqs[0] < seqs[1]
+    assert session_store.append("s1", turn, exclusive=True) == seqs  # a retry
+    assert contents(session_store, "s1") == ["a", "b"]
+
+
+@pytest.mark.parametrize(("landed_n", "ours_n"), [(2, 3), (3, 2), (1, 4)])
+def test_an_exclusive_append_stores_nothing_when_the_session_holds_one_of_its_ids(
+    session_store: SessionStore, landed_n: int, ours_n: int
+) -> None:
+    """Two attempts of one turn (the same ids by position, other messages): whichever
+    length landed first, the other's exclusive append leaves the log as it was, and tells
+    the seqs of the ids the session holds (0 for the others)."""
+    ids = [str(uuid.uuid4()) for _ in range(max(landed_n, ours_n))]
+
+    def attempt(answer: str, n: int) -> list[Message]:
+        return [Message(role="user", content=f"{answer} {i}", id=ids[i]) for i in range(n)]
+
+    landed = session_store.append("s1", attempt("first", landed_n), exclusive=True)
+    refused = session_store.append("s1", attempt("second", ours_n), exclusive=True)
+    held = min(landed_n, ours_n)
+    assert refused == landed[:held] + [0] * (ours_n - held)
+    assert contents(session_store, "s1") == [f"first {i}" for i in range(landed_n)]
+    assert session_store.count("s1") == landed_n
+
+
 def test_read_after_and_limit(session_store: SessionStore) -> None:
     seqs = session_store.append("s1", msgs(*"abcdefghij"))
     assert contents(session_store, "s1", after=seqs[3]) == list("efghij")

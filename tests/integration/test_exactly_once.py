@@ -87,16 +87,16 @@ def fail_append(
     real = store.append
     attempts: list[int] = []
 
-    def append(session_id: str, messages: Sequence[Message]) -> list[int]:
+    def append(session_id: str, messages: Sequence[Message], **kw: Any) -> list[int]:
         attempts.append(len(messages))
         if len(attempts) > 1:
-            return real(session_id, messages)
+            return real(session_id, messages, **kw)
         if after_commit:
-            real(session_id, messages)
+            real(session_id, messages, **kw)
         raise Lost("the reply of the append never came")
 
-    async def aappend(session_id: str, messages: Sequence[Message]) -> list[int]:
-        return await asyncio.to_thread(append, session_id, messages)
+    async def aappend(session_id: str, messages: Sequence[Message], **kw: Any) -> list[int]:
+        return await asyncio.to_thread(append, session_id, messages, **kw)
 
     monkeypatch.setattr(store, "append", append)
     monkeypatch.setattr(store, "aappend", aappend)
@@ -354,11 +354,11 @@ def pause_during_append(server: RedisServer, store: RedisSessionStore) -> Callab
     then resume it; returns what undoes the patch."""
     real = store.append
 
-    def append(session_id: str, messages: Sequence[Message]) -> list[int]:
+    def append(session_id: str, messages: Sequence[Message], **kw: Any) -> list[int]:
         store.append = real  # type: ignore[method-assign]
         server.pause()
         try:
-            return real(session_id, messages)
+            return real(session_id, messages, **kw)
         finally:
             server.resume()
 
@@ -439,16 +439,16 @@ def test_two_processes_recording_one_turn_with_other_answers_keep_one_and_tell_t
 
         real = ours_store.append
 
-        def append(session_id: str, messages: Sequence[Message]) -> list[int]:
+        def append(session_id: str, messages: Sequence[Message], **kw: Any) -> list[int]:
             if theirs_did == "whole attempt":
                 append_turn(theirs, said("In the red shed."), "t-1")
             else:  # their record was overwritten by ours; their append comes first
                 theirs_store.append("s1", turn_messages("s1", "t-1", said("In the red shed.")))
             monkeypatch.setattr(ours_store, "append", real)
-            return real(session_id, messages)
+            return real(session_id, messages, **kw)
 
-        async def aappend(session_id: str, messages: Sequence[Message]) -> list[int]:
-            return await asyncio.to_thread(append, session_id, messages)
+        async def aappend(session_id: str, messages: Sequence[Message], **kw: Any) -> list[int]:
+            return await asyncio.to_thread(append, session_id, messages, **kw)
 
         monkeypatch.setattr(ours_store, "append", append)
         monkeypatch.setattr(ours_store, "aappend", aappend)
@@ -516,9 +516,9 @@ def test_a_turn_of_every_field_records_and_retries_without_a_conflict(
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "redis"])
-# Not (2, 3): when the shorter attempt lands first, the longer one's extra positions have
-# new ids and are stored (see agentmem.controller.turns._check_landed: left open).
-@pytest.mark.parametrize(("theirs_n", "ours_n"), [(3, 2), (4, 2)], ids=["3-2", "4-2"])
+@pytest.mark.parametrize(
+    ("theirs_n", "ours_n"), [(3, 2), (4, 2), (2, 3), (2, 4), (1, 3)], ids=lambda n: str(n)
+)
 def test_racing_attempts_of_different_lengths_keep_the_first_and_its_retries(
     kind: str,
     theirs_n: int,
@@ -528,9 +528,11 @@ def test_racing_attempts_of_different_lengths_keep_the_first_and_its_retries(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The race above where the two attempts differ in length (one model answered with a
-    tool call, the other in plain text) and the longer one landed first: ours hears
-    ``TurnConflictError``, and the attempt whose messages landed can still retry its turn
-    (the turn record describes all of them, not the first ``len(ours)``)."""
+    tool call, the other in plain text), whichever landed first: ours hears
+    ``TurnConflictError``, the log holds the first attempt's messages and none of ours (the
+    append is exclusive: when the shorter landed first, the longer one's extra positions are
+    not stored either), and the attempt whose messages landed can still retry its turn (the
+    turn record describes all of them, not the first ``len(ours)``)."""
     from agentmem.controller.turns import append_turn
     from agentmem.short_term import ConversationBufferMemory
 
@@ -546,16 +548,18 @@ def test_racing_attempts_of_different_lengths_keep_the_first_and_its_retries(
 
         real = ours_store.append
 
-        def append(session_id: str, messages: Sequence[Message]) -> list[int]:
+        def append(session_id: str, messages: Sequence[Message], **kw: Any) -> list[int]:
             append_turn(theirs, said("In the red shed.", theirs_n), "t-1")
             monkeypatch.setattr(ours_store, "append", real)
-            return real(session_id, messages)
+            return real(session_id, messages, **kw)
 
         monkeypatch.setattr(ours_store, "append", append)
         with pytest.raises(TurnConflictError, match="at the same moment"):
             append_turn(ours, said("In the blue shed.", ours_n), "t-1")
         log = [m.message.content for m in theirs_store.read("s1")]
-        assert log[:theirs_n] == [m.content for m in said("In the red shed.", theirs_n)]
+        assert log == [m.content for m in said("In the red shed.", theirs_n)]
+        with pytest.raises(TurnConflictError, match="already used"):  # ours, retried
+            append_turn(ours, said("In the blue shed.", ours_n), "t-1")
         append_turn(theirs, said("In the red shed.", theirs_n), "t-1")  # a retry
         assert [m.message.content for m in theirs_store.read("s1")] == log
     finally:

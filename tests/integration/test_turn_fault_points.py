@@ -257,12 +257,18 @@ RACER = textwrap.dedent(
         time.sleep(0.005)
     start = float((here / "go").read_text())
     answer = sys.argv[4]  # "ok", or each racer's own answer ("ok from 0")
+    replies = int(sys.argv[5])  # assistant messages per turn (1: process_interaction)
     refused = []
     for t in range(60):  # both processes record each turn in the same instant
         while time.time() < start + t * 0.02:
             pass
         try:
-            mem.process_interaction(f"fact {t}", answer, turn_id=f"t{t}")
+            if replies == 1:
+                mem.process_interaction(f"fact {t}", answer, turn_id=f"t{t}")
+            else:
+                turn = [{"role": "user", "content": f"fact {t}"}]
+                turn += [{"role": "assistant", "content": answer}] * replies
+                mem.record_messages(turn, turn_id=f"t{t}")
         except TurnConflictError:
             refused.append(t)
     mem.close()
@@ -271,14 +277,20 @@ RACER = textwrap.dedent(
 )
 
 
-def race(tmp_path: Path, answers: list[str]) -> tuple[list[set[int]], list[StoredMessage]]:
+def race(
+    tmp_path: Path, answers: list[str], replies: tuple[int, int] = (1, 1)
+) -> tuple[list[set[int]], list[StoredMessage]]:
     """Two workers on one SQLite file record turns ``t0``..``t59`` at the same moments, the
-    worker ``i`` answering ``answers[i]``: the turns each was refused, and the log."""
+    worker ``i`` answering ``answers[i]`` in ``replies[i]`` messages: the turns each was
+    refused, and the log."""
     db = tmp_path / "sessions.db"
     SQLiteSessionStore(db).close()
     racers = [
         subprocess.Popen(
-            [sys.executable, "-c", RACER, str(db), str(tmp_path), str(i), answers[i]],
+            [
+                *(sys.executable, "-c", RACER, str(db), str(tmp_path)),
+                *(str(i), answers[i], str(replies[i])),
+            ],
             env=child_env(),
             stdout=subprocess.PIPE,
             text=True,
@@ -331,3 +343,26 @@ def test_two_processes_recording_one_turn_with_other_answers_store_one_and_refus
         question = answers[f"fact {t}"]
         reply = next(m.message.content for m in log if m.seq == question + 1)
         assert reply == f"ok from {kept[0]}", f"turn {t}"
+
+
+def test_two_processes_recording_one_turn_at_two_lengths_store_one_attempt_whole(
+    tmp_path: Path,
+) -> None:
+    """The same race where the workers' answers differ in length too (one in one message,
+    the other in two): each turn's log holds one worker's messages, whole, never a mix of
+    both, and the other worker is refused."""
+    refused, log = race(tmp_path, ["ok from 0", "ok from 1"], replies=(1, 2))
+    turns: dict[int, list[str]] = {}
+    current = -1
+    for stored in log:
+        content = stored.message.content
+        if content.startswith("fact "):
+            current = int(content.split()[1])
+            turns[current] = []
+        else:
+            turns[current].append(content)
+    assert sorted(turns) == list(range(60))
+    for t, replies in turns.items():
+        kept = [i for i in range(2) if t not in refused[i]]
+        assert len(kept) == 1, f"turn {t}: refused to {[t in r for r in refused]}"
+        assert replies == [f"ok from {kept[0]}"] * (kept[0] + 1), f"turn {t}: {replies}"

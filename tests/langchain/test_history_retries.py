@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
@@ -43,15 +44,15 @@ def lose_next_reply(monkeypatch: pytest.MonkeyPatch, store: SessionStore) -> Non
     real, areal = store.append, store.aappend
     lost: list[bool] = []
 
-    def append(session_id: str, messages: Sequence[Message]) -> list[int]:
-        seqs = real(session_id, messages)
+    def append(session_id: str, messages: Sequence[Message], **kw: Any) -> list[int]:
+        seqs = real(session_id, messages, **kw)
         if not lost:
             lost.append(True)
             raise Lost("the reply of the append never came")
         return seqs
 
-    async def aappend(session_id: str, messages: Sequence[Message]) -> list[int]:
-        seqs = await areal(session_id, messages)
+    async def aappend(session_id: str, messages: Sequence[Message], **kw: Any) -> list[int]:
+        seqs = await areal(session_id, messages, **kw)
         if not lost:
             lost.append(True)
             raise Lost("the reply of the append never came")

@@ -175,11 +175,11 @@ def test_a_model_call_retried_after_recording_failed_records_the_new_answer(
     real = store.append
     failed: list[bool] = []
 
-    def append(session_id: str, messages: Any) -> Any:
+    def append(session_id: str, messages: Any, **kw: Any) -> Any:
         if not failed:
             failed.append(True)
             raise ConnectionError("the store went away")
-        return real(session_id, messages)
+        return real(session_id, messages, **kw)
 
     monkeypatch.setattr(store, "append", append)
     retry = ModelRetryMiddleware(max_retries=2, initial_delay=0.0, jitter=False)

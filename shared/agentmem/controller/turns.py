@@ -30,11 +30,14 @@ Within one process the steps (record, append, ``then``, settle) run under the se
 process-wide lock (threads and asyncio tasks alike). Across processes, the Redis and SQLite
 stores' appends are idempotent by message id, so two processes retrying one turn at the same
 moment store its messages once too (each counts it in its own working memory, which one
-process per session keeps). Each attempt reads its messages back after its append: when two
-attempts with *different* messages (a model call retried in two processes, each answering
-anew) both found the turn unrecorded, the log keeps the first append, the turn record is made
-to describe it, and the other attempt raises :class:`~agentmem.errors.TurnConflictError`
-instead of returning as if its messages were stored. Turn records stay with the session's
+process per session keeps). A turn's append is exclusive (``append(..., exclusive=True)``:
+nothing is stored if the session holds any of its ids), and each attempt reads its messages
+back after it: when two attempts with *different* messages (a model call retried in two
+processes, each answering anew, at the same or another length) both found the turn
+unrecorded, the log keeps the first append whole and nothing of the other, the turn record
+is made to describe it, and the other attempt raises
+:class:`~agentmem.errors.TurnConflictError` instead of returning as if its messages were
+stored. Turn records stay with the session's
 state (a few dozen bytes per turn) and go with :meth:`~agentmem.stores.base.SessionStore.clear`.
 
 ``then``'s write (the working-memory document) and the settle mark (the turn record) are two
@@ -62,7 +65,9 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import inspect
 import json
 import uuid
 from collections.abc import Callable, Sequence
@@ -70,6 +75,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentmem._sansio import Program, adrive, call, drive, locked
+from agentmem.controller.ownership import GuestStore
 from agentmem.errors import InvalidValueError, TurnConflictError
 from agentmem.storable import check_storable_text, text_problem
 from agentmem.types import Message
@@ -284,10 +290,36 @@ def _record(
         record = {"version": 1, "digest": digest, "after": after, "messages": len(batch)}
         yield from call(store.set_state, store.aset_state, session_id, state_key, record)
     # A first attempt, or one whose earlier attempt wrote the record but not the messages.
-    seqs = yield from call(store.append, store.aappend, session_id, batch)
+    # Exclusive: if another attempt's messages landed meanwhile, none of this one's are
+    # stored beside them, whatever the two lengths.
+    seqs = yield from _append_whole(store, session_id, batch)
     yield from _check_landed(store, session_id, turn_id, batch, seqs, int(record["after"]))
     yield from short_term._after_append()
     return RecordedTurn(batch, True, False, turn_id, record)
+
+
+def _append_whole(store: SessionStore, session_id: str, batch: list[Message]) -> Program[list[int]]:
+    """Append ``batch`` only if the session holds none of its messages
+    (``append(..., exclusive=True)``), on a store whose ``append`` takes ``exclusive``; on
+    another, a plain append (idempotent per message, if the store is)."""
+    inner = store.store if isinstance(store, GuestStore) else store  # a guest's door
+    if _takes_exclusive(type(inner)):
+        return (yield from call(store.append, store.aappend, session_id, batch, exclusive=True))
+    return (yield from call(store.append, store.aappend, session_id, batch))
+
+
+@functools.cache
+def _takes_exclusive(kind: type[Any]) -> bool:
+    """Whether the ``append`` of the session store class ``kind`` takes ``exclusive``
+    (a store written before it was part of :class:`~agentmem.stores.base.SessionStore`
+    does not)."""
+    try:
+        parameters = inspect.signature(inspect.unwrap(kind.append)).parameters  # a twin too
+    except (AttributeError, TypeError, ValueError):
+        return False
+    return "exclusive" in parameters or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
+    )
 
 
 #: How many messages past its own an attempt reads back: a longer attempt of the same turn
@@ -315,15 +347,16 @@ def _check_landed(
     first message on, up to :data:`_LONGER_BY` messages past this attempt's own (a longer
     attempt that landed first is one append, so its messages are contiguous).
 
-    Left open: two attempts of different lengths where the *shorter* lands first. The
-    longer one's extra positions have ids the log does not hold yet, so its append stores
-    them: the log then holds messages of both (the stores are idempotent per message, not
-    per batch). ``process_interaction`` (two messages) and the frameworks' turn ids (as
-    many messages as the framework's batch) cannot race that way.
+    The append was exclusive (:func:`_append_whole`): when another attempt's messages had
+    landed, none of this one's were stored, so the log holds one attempt's messages, never
+    parts of two, whichever of two lengths landed first. A store whose ``append`` takes no
+    ``exclusive`` is idempotent per message only: there, a longer attempt that lands
+    second adds its extra positions (see :func:`_append_whole`).
     """
-    if len(seqs) != len(batch) or not seqs:
+    held = [s for s in seqs if s > 0]
+    if len(seqs) != len(batch) or not held:
         return  # a store that does not return one seq per message: nothing to compare
-    low, high = min(seqs), max(seqs)
+    low, high = min(held), max(held)
     found = yield from call(
         store.read, store.aread, session_id, after=low - 1, limit=high - low + 1 + _LONGER_BY
     )
@@ -333,7 +366,8 @@ def _check_landed(
         if message_id not in by_id:
             break
         landed.append(by_id[message_id].message)
-    if [m.id for m in landed[: len(batch)]] != [m.id for m in batch]:
+    common = min(len(landed), len(batch))
+    if not common or [m.id for m in landed[:common]] != [m.id for m in batch[:common]]:
         return  # not this turn's messages there (the session cleared meanwhile): no verdict
     digest = turn_digest(landed)
     if digest == turn_digest(batch):

@@ -630,25 +630,35 @@ def _session_write(body: str, result: str) -> LuaScript:
     )
 
 
-# KEYS: seq, log, ids, state, owner. ARGV: ttl_ms (0 = none), then id_1, json_1, id_2, json_2, ...
-# Returns the seq of every message, in argument order. A message whose id is already in the
-# session (a retry of an append that was applied but whose reply was lost, or a repeat within
-# the batch) is not stored again; its existing seq is returned.
+# KEYS: seq, log, ids, state, owner. ARGV: ttl_ms (0 = none), exclusive ('1' | '0'), then
+# id_1, json_1, id_2, json_2, ... Returns the seq of every message, in argument order. A
+# message whose id is already in the session (a retry of an append that was applied but whose
+# reply was lost, or a repeat within the batch) is not stored again; its existing seq is
+# returned. Exclusive: if the session holds any of the ids, nothing is stored, and a message
+# it does not hold gets 0.
 APPEND = _session_write(
     """\
-local n = (#ARGV - 1) / 2
+local n = (#ARGV - 2) / 2
 local seqs, fresh, first_at = {}, {}, {}
+local held = false
 for i = 1, n do
-  local id = ARGV[2 * i]
+  local id = ARGV[2 * i + 1]
   local known = redis.call('HGET', KEYS[3], id)
   if known then
     seqs[i] = tonumber(known)
+    held = true
   elseif first_at[id] then
     seqs[i] = -first_at[id]
   else
     first_at[id] = i
     fresh[#fresh + 1] = i
   end
+end
+if held and ARGV[2] == '1' then
+  for i = 1, n do
+    if seqs[i] == nil or seqs[i] < 0 then seqs[i] = 0 end
+  end
+  fresh = {}
 end
 if #fresh > 0 then
   local seq = redis.call('INCRBY', KEYS[1], #fresh) - #fresh
@@ -657,8 +667,8 @@ if #fresh > 0 then
     seq = seq + 1
     seqs[i] = seq
     zargs[#zargs + 1] = seq
-    zargs[#zargs + 1] = ARGV[2 * i + 1]
-    hargs[#hargs + 1] = ARGV[2 * i]
+    zargs[#zargs + 1] = ARGV[2 * i + 2]
+    hargs[#hargs + 1] = ARGV[2 * i + 1]
     hargs[#hargs + 1] = seq
     if #zargs >= 1000 or j == #fresh then
       redis.call('ZADD', KEYS[2], unpack(zargs))

@@ -100,8 +100,16 @@ class StoredMessage(NamedTuple):
 class SessionStore(Protocol):
     """Per-session append-only message log and JSON state, with async twins."""
 
-    def append(self, session_id: str, messages: Sequence[Message]) -> list[int]:
-        """Append atomically (all or nothing), in order; return the new seqs."""
+    def append(
+        self, session_id: str, messages: Sequence[Message], *, exclusive: bool = False
+    ) -> list[int]:
+        """Append atomically (all or nothing), in order; return the new seqs.
+
+        ``exclusive=True``: append only if the session holds none of the messages' ids; if
+        it holds any, store nothing and return each message's seq, or 0 for one it does not
+        hold (a turn recorded at the same moment by another process, with other messages,
+        is then never mixed into this one's).
+        """
         ...
 
     def read(
@@ -165,7 +173,9 @@ class SessionStore(Protocol):
 
     # The async twins return awaitables (not necessarily coroutines): backends build them
     # with agentmem._sansio's async_twin / offload.
-    def aappend(self, session_id: str, messages: Sequence[Message]) -> Awaitable[list[int]]: ...
+    def aappend(
+        self, session_id: str, messages: Sequence[Message], *, exclusive: bool = False
+    ) -> Awaitable[list[int]]: ...
     def aread(
         self, session_id: str, *, after: int = 0, limit: int | None = None
     ) -> Awaitable[list[StoredMessage]]: ...
@@ -201,7 +211,9 @@ class SyncSessionStore(ClosesOnExit, ABC):
     """
 
     @abstractmethod
-    def append(self, session_id: str, messages: Sequence[Message]) -> list[int]: ...
+    def append(
+        self, session_id: str, messages: Sequence[Message], *, exclusive: bool = False
+    ) -> list[int]: ...
 
     @abstractmethod
     def read(

@@ -35,6 +35,7 @@ class InMemorySessionStore(SyncSessionStore):
         self._lock = threading.Lock()
         self._logs: dict[str, list[StoredMessage]] = {}
         self._seqs: dict[str, int] = {}
+        self._ids: dict[str, dict[str, int]] = {}  # session -> message id -> its first seq
         self._state: dict[str, dict[str, str]] = {}
         self._owners: dict[str, str] = {}
         self._closed = False
@@ -45,16 +46,34 @@ class InMemorySessionStore(SyncSessionStore):
             raise StoreClosedError(msg)
         validate_session_id(session_id)
 
-    def append(self, session_id: str, messages: Sequence[Message]) -> list[int]:
+    def append(
+        self, session_id: str, messages: Sequence[Message], *, exclusive: bool = False
+    ) -> list[int]:
+        """Append ``messages`` (each one, even with an id the session holds: this store
+        is not idempotent by id); ``exclusive=True`` appends nothing if the session holds
+        any of their ids, and returns each one's seq, or 0 (see
+        :meth:`~agentmem.stores.base.SessionStore.append`).
+
+        Example:
+            >>> store = InMemorySessionStore()
+            >>> turn = [Message(role="user", content="hi")]
+            >>> store.append("s1", turn), store.append("s1", turn, exclusive=True)
+            ([1], [1])
+        """
         self._check(session_id)
         batch = check_messages(messages)
         if not batch:
             return []
         with self._lock:
+            ids = self._ids.setdefault(session_id, {})
+            if exclusive and any(m.id in ids for m in batch):
+                return [ids.get(m.id, 0) for m in batch]
             log = self._logs.setdefault(session_id, [])
             seq = self._seqs.get(session_id, 0)
             seqs = list(range(seq + 1, seq + 1 + len(batch)))
             log.extend(StoredMessage(s, m) for s, m in zip(seqs, batch, strict=True))
+            for s, m in zip(seqs, batch, strict=True):
+                ids.setdefault(m.id, s)
             self._seqs[session_id] = seqs[-1]
             return seqs
 
@@ -114,6 +133,7 @@ class InMemorySessionStore(SyncSessionStore):
         self._check(session_id)
         with self._lock:
             self._logs.pop(session_id, None)
+            self._ids.pop(session_id, None)
             self._state.pop(session_id, None)
             # The owner stays: a cleared conversation is still its owner's.
             # Seqs keep increasing after a clear so cached readers never confuse old and new.

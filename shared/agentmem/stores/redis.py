@@ -476,8 +476,12 @@ class RedisSessionStore:
     # -- the API, sync and async (native redis.asyncio) -----------------------------------
 
     @twin
-    def append(self, session_id: str, messages: Sequence[Message]) -> Program[list[int]]:
+    def append(
+        self, session_id: str, messages: Sequence[Message], *, exclusive: bool = False
+    ) -> Program[list[int]]:
         """Append atomically and idempotently (by message id); return the seqs.
+        ``exclusive=True``: nothing if the session holds any of the ids (see
+        :meth:`~agentmem.stores.base.SessionStore.append`).
 
         Example:
             >>> store.append("s1", [Message(role="user", content="hi")])  # doctest: +SKIP
@@ -487,7 +491,7 @@ class RedisSessionStore:
         keys = self._keys(session_id)
         if not messages:
             return []
-        args = self._append_args(messages)
+        args = ["1" if exclusive else "0", *self._append_args(messages)]
         with self._errors(f"appending to session {session_id!r}", retry_advice=_RETRY_APPEND):
             seqs = yield from self._script(APPEND, session_id, keys, args)
         return [int(s) for s in seqs]

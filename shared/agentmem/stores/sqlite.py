@@ -465,7 +465,9 @@ class SQLiteSessionStore(SyncSessionStore):
 
     # -- messages -------------------------------------------------------------------------
 
-    def append(self, session_id: str, messages: Sequence[Message]) -> list[int]:
+    def append(
+        self, session_id: str, messages: Sequence[Message], *, exclusive: bool = False
+    ) -> list[int]:
         """Append ``messages`` atomically; return their seqs (strictly increasing for the
         new ones).
 
@@ -474,6 +476,11 @@ class SQLiteSessionStore(SyncSessionStore):
         it was stored with. So a retry of an append whose outcome was unknown, or two
         processes appending one turn's messages (``process_interaction(turn_id=...)``
         derives their ids from the turn) at once, store each message once.
+
+        ``exclusive=True`` stores the batch only if the session holds none of its ids: if
+        it holds any, nothing is stored, and a message it does not hold gets seq 0. Two
+        attempts of one turn with other messages (another process's model answered anew,
+        and at another length) then never leave the log holding parts of both.
 
         Example:
             >>> from agentmem.types import Message
@@ -492,6 +499,8 @@ class SQLiteSessionStore(SyncSessionStore):
         ids = [m.id for m in checked]
         with self._write("append messages") as conn:
             known = self._seqs_of(conn, session_id, ids)
+            if exclusive and known:
+                return [known.get(i, 0) for i in ids]
             new: dict[str, str] = {}  # id -> body, in order, each id once
             for message_id, body in zip(ids, bodies, strict=True):
                 if message_id not in known:
