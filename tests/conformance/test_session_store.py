@@ -23,7 +23,7 @@ from agentmem.errors import (
     InvalidValueError,
     StoreClosedError,
 )
-from agentmem.stores.base import MAX_SESSION_ID_LENGTH, SessionStore
+from agentmem.stores.base import MAX_SESSION_ID_LENGTH, ExclusiveAppends, SessionStore
 from agentmem.types import Message, ToolCall
 from tests.conformance._backends import AsyncFace, unwrap
 
@@ -38,6 +38,8 @@ def contents(store: SessionStore, session_id: str, **kw: Any) -> list[str]:
 
 def test_satisfies_the_protocol(session_store: SessionStore) -> None:
     assert isinstance(unwrap(session_store), SessionStore)
+    assert isinstance(unwrap(session_store), ExclusiveAppends)
+    assert unwrap(session_store).exclusive_appends is True
 
 
 # -- the log ---------------------------------------------------------------------------------

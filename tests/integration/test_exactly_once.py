@@ -516,11 +516,15 @@ def test_a_turn_of_every_field_records_and_retries_without_a_conflict(
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "redis"])
+@pytest.mark.parametrize("door", ["direct", "nested guest"])
 @pytest.mark.parametrize(
-    ("theirs_n", "ours_n"), [(3, 2), (4, 2), (2, 3), (2, 4), (1, 3)], ids=lambda n: str(n)
+    ("theirs_n", "ours_n"),
+    [(3, 2), (4, 2), (2, 3), (2, 4), (1, 3), (24, 2)],
+    ids=lambda n: str(n),
 )
 def test_racing_attempts_of_different_lengths_keep_the_first_and_its_retries(
     kind: str,
+    door: str,
     theirs_n: int,
     ours_n: int,
     tmp_path: Path,
@@ -532,13 +536,18 @@ def test_racing_attempts_of_different_lengths_keep_the_first_and_its_retries(
     ``TurnConflictError``, the log holds the first attempt's messages and none of ours (the
     append is exclusive: when the shorter landed first, the longer one's extra positions are
     not stored either), and the attempt whose messages landed can still retry its turn (the
-    turn record describes all of them, not the first ``len(ours)``)."""
+    turn record describes all of them, not the first ``len(ours)``; a landed turn far
+    longer than ours is read whole). Our memory may sit on another memory's store (a door
+    on a door: the exclusive append must reach the store behind both)."""
     from agentmem.controller.turns import append_turn
     from agentmem.short_term import ConversationBufferMemory
 
     ours_store, theirs_store = _twin_stores(kind, tmp_path, request)
     try:
-        ours = ConversationBufferMemory(session_id="s1", store=ours_store)
+        ours_door: Any = ours_store
+        if door == "nested guest":
+            ours_door = ConversationBufferMemory(session_id="other", store=ours_store).store
+        ours = ConversationBufferMemory(session_id="s1", store=ours_door)
         theirs = ConversationBufferMemory(session_id="s1", store=theirs_store)
 
         def said(answer: str, n: int) -> list[Message]:
@@ -565,3 +574,56 @@ def test_racing_attempts_of_different_lengths_keep_the_first_and_its_retries(
     finally:
         ours_store.close()
         theirs_store.close()
+
+
+class _OldStyleStore(InMemorySessionStore):
+    """A store of a user's own, written before ``exclusive`` existed."""
+
+    exclusive_appends = False
+
+    def append(self, session_id: str, messages: Sequence[Message]) -> list[int]:  # type: ignore[override]
+        return super().append(session_id, messages)
+
+
+class _Logged:
+    """A forwarding proxy a user might put around any store."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self.appends = 0
+
+    def append(self, *args: Any, **kwargs: Any) -> Any:
+        self.appends += 1
+        return self.store.append(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+
+@pytest.mark.parametrize("wrapping", ["old-style store", "proxy", "instance wrapper"])
+def test_stores_that_take_no_exclusive_still_record_turns(wrapping: str, tmp_path: Path) -> None:
+    """A store of one's own without ``exclusive`` (or one behind a proxy that forwards to
+    it, or one whose ``append`` a caller replaced with a wrapper of the old signature) is
+    appended to as before: no ``TypeError`` from the keyword."""
+    from agentmem.controller.turns import append_turn
+    from agentmem.short_term import ConversationBufferMemory
+
+    store: Any
+    if wrapping == "old-style store":
+        store = _OldStyleStore()
+    elif wrapping == "proxy":
+        store = _Logged(_OldStyleStore())
+    else:
+        store = SQLiteSessionStore(tmp_path / "sessions.db")
+        real = store.append
+
+        def traced(session_id: str, messages: Sequence[Message]) -> list[int]:
+            return real(session_id, messages)
+
+        store.append = traced
+    chat = ConversationBufferMemory(session_id="s1", store=store)
+    turn = [Message.create("user", "hi"), Message.create("assistant", "hello")]
+    for _ in range(2):  # and its retry
+        stored = append_turn(chat, turn, "t-1")
+        assert [m.content for m in stored] == ["hi", "hello"]
+    assert store.count("s1") == 2

@@ -65,14 +65,13 @@ Example:
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import inspect
 import json
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from agentmem._sansio import Program, adrive, call, drive, locked
 from agentmem.controller.ownership import GuestStore
@@ -82,7 +81,7 @@ from agentmem.types import Message
 
 if TYPE_CHECKING:
     from agentmem.short_term.base import ShortTermMemory
-    from agentmem.stores.base import SessionStore
+    from agentmem.stores.base import ExclusiveAppends, SessionStore
 
 __all__ = [
     "MAX_TURN_ID_LENGTH",
@@ -299,31 +298,39 @@ def _record(
 
 
 def _append_whole(store: SessionStore, session_id: str, batch: list[Message]) -> Program[list[int]]:
-    """Append ``batch`` only if the session holds none of its messages
-    (``append(..., exclusive=True)``), on a store whose ``append`` takes ``exclusive``; on
-    another, a plain append (idempotent per message, if the store is)."""
-    inner = store.store if isinstance(store, GuestStore) else store  # a guest's door
-    if _takes_exclusive(type(inner)):
-        return (yield from call(store.append, store.aappend, session_id, batch, exclusive=True))
+    """Append ``batch`` only if the session holds none of its messages, on a store that
+    can (:class:`~agentmem.stores.base.ExclusiveAppends`); on another, a plain append
+    (idempotent per message, if the store is)."""
+    if _appends_exclusively(store):
+        whole = cast("ExclusiveAppends", store)
+        return (yield from call(whole.append, whole.aappend, session_id, batch, exclusive=True))
     return (yield from call(store.append, store.aappend, session_id, batch))
 
 
-@functools.cache
-def _takes_exclusive(kind: type[Any]) -> bool:
-    """Whether the ``append`` of the session store class ``kind`` takes ``exclusive``
-    (a store written before it was part of :class:`~agentmem.stores.base.SessionStore`
-    does not)."""
-    try:
-        parameters = inspect.signature(inspect.unwrap(kind.append)).parameters  # a twin too
-    except (AttributeError, TypeError, ValueError):
+def _appends_exclusively(store: SessionStore) -> bool:
+    """Whether ``store`` declares exclusive appends (a guest's door forwards the question
+    to the store behind it), and no ``append`` / ``aappend`` set on the store object itself
+    (a wrapper a caller installed) would refuse the keyword."""
+    if not getattr(store, "exclusive_appends", False):
         return False
-    return "exclusive" in parameters or any(
-        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
-    )
+    inner: object = store
+    while isinstance(inner, GuestStore):
+        inner = inner.store
+    own = getattr(inner, "__dict__", {})
+    return all(_takes_exclusive(own[name]) for name in ("append", "aappend") if name in own)
 
 
-#: How many messages past its own an attempt reads back: a longer attempt of the same turn
-#: that landed first (its messages are contiguous: one append) is read whole up to this.
+def _takes_exclusive(method: Callable[..., Any]) -> bool:
+    """Whether ``method`` accepts ``exclusive=`` (by name, or by ``**kwargs`` it passes on)."""
+    try:
+        parameters = inspect.signature(method).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == "exclusive" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
+
+
+#: How many messages past its own an attempt reads back at first: a longer attempt of the
+#: same turn that landed first (its messages are contiguous: one append) is read on from there.
 _LONGER_BY = 16
 
 
@@ -344,8 +351,9 @@ def _check_landed(
 
     The turn's lock serializes attempts in one process only; this read-back is what tells
     an attempt in another process that its append was a no-op. The turn is read from its
-    first message on, up to :data:`_LONGER_BY` messages past this attempt's own (a longer
-    attempt that landed first is one append, so its messages are contiguous).
+    first message on, to its end (a longer attempt that landed first is one append, so its
+    messages are contiguous; they are read :data:`_LONGER_BY` past this attempt's own at
+    first, then on as long as the turn goes on).
 
     The append was exclusive (:func:`_append_whole`): when another attempt's messages had
     landed, none of this one's were stored, so the log holds one attempt's messages, never
@@ -357,15 +365,18 @@ def _check_landed(
     if len(seqs) != len(batch) or not held:
         return  # a store that does not return one seq per message: nothing to compare
     low, high = min(held), max(held)
-    found = yield from call(
-        store.read, store.aread, session_id, after=low - 1, limit=high - low + 1 + _LONGER_BY
-    )
-    by_id = {m.message.id: m for m in found}
-    landed = []
-    for message_id in _turn_ids(session_id, turn_id, len(batch) + _LONGER_BY):
-        if message_id not in by_id:
+    width = max(len(batch), high - low + 1) + _LONGER_BY
+    while True:  # the turn that landed is one append: contiguous from ``low``
+        found = yield from call(store.read, store.aread, session_id, after=low - 1, limit=width)
+        by_id = {m.message.id: m for m in found}
+        landed = []
+        for message_id in _turn_ids(session_id, turn_id, width):
+            if message_id not in by_id:
+                break
+            landed.append(by_id[message_id].message)
+        if len(landed) < width:
             break
-        landed.append(by_id[message_id].message)
+        width *= 2  # the turn may go on past what was read
     common = min(len(landed), len(batch))
     if not common or [m.id for m in landed[:common]] != [m.id for m in batch[:common]]:
         return  # not this turn's messages there (the session cleared meanwhile): no verdict

@@ -18,6 +18,7 @@ from agentmem._util.lazy import lazy_exports
 if TYPE_CHECKING:  # the static names, for type checkers and IDEs
     from agentmem.stores.base import (
         MAX_SESSION_ID_LENGTH,
+        ExclusiveAppends,
         SessionStore,
         StoredMessage,
         SyncSessionStore,
@@ -34,6 +35,7 @@ if TYPE_CHECKING:  # the static names, for type checkers and IDEs
 
 __all__ = [
     "MAX_SESSION_ID_LENGTH",
+    "ExclusiveAppends",
     "InMemoryMemoryStore",
     "InMemorySessionStore",
     "QdrantClientStore",
@@ -51,6 +53,7 @@ __all__ = [
 
 _EXPORTS = {  # each name -> the module the TYPE_CHECKING block imports it from
     "MAX_SESSION_ID_LENGTH": "agentmem.stores.base",
+    "ExclusiveAppends": "agentmem.stores.base",
     "InMemoryMemoryStore": "agentmem.stores.in_memory",
     "InMemorySessionStore": "agentmem.stores.memory",
     "QdrantClientStore": "agentmem.stores.qdrant",

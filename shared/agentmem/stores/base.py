@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Sequence
-from typing import Any, NamedTuple, Protocol, runtime_checkable
+from typing import Any, ClassVar, NamedTuple, Protocol, runtime_checkable
 
 from agentmem._sansio import offload
 from agentmem._util.closing import ClosesOnExit
@@ -42,6 +42,7 @@ from agentmem.types import Message
 
 __all__ = [
     "MAX_SESSION_ID_LENGTH",
+    "ExclusiveAppends",
     "SessionStore",
     "StoredMessage",
     "SyncSessionStore",
@@ -100,15 +101,10 @@ class StoredMessage(NamedTuple):
 class SessionStore(Protocol):
     """Per-session append-only message log and JSON state, with async twins."""
 
-    def append(
-        self, session_id: str, messages: Sequence[Message], *, exclusive: bool = False
-    ) -> list[int]:
+    def append(self, session_id: str, messages: Sequence[Message]) -> list[int]:
         """Append atomically (all or nothing), in order; return the new seqs.
 
-        ``exclusive=True``: append only if the session holds none of the messages' ids; if
-        it holds any, store nothing and return each message's seq, or 0 for one it does not
-        hold (a turn recorded at the same moment by another process, with other messages,
-        is then never mixed into this one's).
+        A store that also appends exclusively declares it (:class:`ExclusiveAppends`).
         """
         ...
 
@@ -173,9 +169,7 @@ class SessionStore(Protocol):
 
     # The async twins return awaitables (not necessarily coroutines): backends build them
     # with agentmem._sansio's async_twin / offload.
-    def aappend(
-        self, session_id: str, messages: Sequence[Message], *, exclusive: bool = False
-    ) -> Awaitable[list[int]]: ...
+    def aappend(self, session_id: str, messages: Sequence[Message]) -> Awaitable[list[int]]: ...
     def aread(
         self, session_id: str, *, after: int = 0, limit: int | None = None
     ) -> Awaitable[list[StoredMessage]]: ...
@@ -196,6 +190,41 @@ class SessionStore(Protocol):
     def aclose(self) -> Awaitable[None]: ...
 
 
+@runtime_checkable
+class ExclusiveAppends(Protocol):
+    """A session store that can append a batch only if the session holds none of it:
+    ``exclusive_appends = True`` on its class, and ``append`` / ``aappend`` take
+    ``exclusive``. The SQLite, Redis and in-memory stores are such stores; a store of your
+    own need not be (a turn is then appended idempotently per message, as before).
+
+    ``append(..., exclusive=True)`` stores nothing if the session holds any of the
+    messages' ids, and returns each message's seq, or 0 for one it does not hold: two
+    attempts of one turn (the same ids by position) recorded at the same moment in two
+    processes, with other messages and of other lengths, then never leave parts of both
+    in the log.
+
+    Example:
+        >>> from agentmem.stores import InMemorySessionStore
+        >>> store = InMemorySessionStore()
+        >>> first = [Message(role="user", content="a"), Message(role="assistant", content="b")]
+        >>> store.append("s1", first)
+        [1, 2]
+        >>> longer = [first[0], *(Message(role="assistant", content=c) for c in "cd")]
+        >>> store.append("s1", longer, exclusive=True), store.count("s1")
+        ([1, 0, 0], 2)
+    """
+
+    exclusive_appends: ClassVar[bool]
+
+    def append(
+        self, session_id: str, messages: Sequence[Message], *, exclusive: bool = False
+    ) -> list[int]: ...
+
+    def aappend(
+        self, session_id: str, messages: Sequence[Message], *, exclusive: bool = False
+    ) -> Awaitable[list[int]]: ...
+
+
 class SyncSessionStore(ClosesOnExit, ABC):
     """Base for blocking backends: write the sync methods; each async twin runs its sync
     method in the default thread pool (:class:`~agentmem._sansio.offload`, looked up by
@@ -211,9 +240,7 @@ class SyncSessionStore(ClosesOnExit, ABC):
     """
 
     @abstractmethod
-    def append(
-        self, session_id: str, messages: Sequence[Message], *, exclusive: bool = False
-    ) -> list[int]: ...
+    def append(self, session_id: str, messages: Sequence[Message]) -> list[int]: ...
 
     @abstractmethod
     def read(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from agentmem._util.session_ids import validate_session_id
 from agentmem.errors import StoreClosedError
@@ -30,6 +30,8 @@ class InMemorySessionStore(SyncSessionStore):
         >>> store.get_state("s1", "summary")
         {'text': '...'}
     """
+
+    exclusive_appends: ClassVar[bool] = True  # see ExclusiveAppends
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

@@ -63,7 +63,7 @@ import numbers
 import time
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import Any, ClassVar
 
 import redis
 import redis.asyncio
@@ -158,6 +158,8 @@ class RedisSessionStore:
         >>> store = RedisSessionStore(redis.Redis(), session_ttl=3600)  # doctest: +SKIP
         >>> store.set_state("s1", "summary", {"text": "..."})  # doctest: +SKIP
     """
+
+    exclusive_appends: ClassVar[bool] = True  # see ExclusiveAppends
 
     def __init__(
         self,

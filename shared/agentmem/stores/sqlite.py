@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import ValidationError
 from typing_extensions import TypedDict, Unpack
@@ -184,6 +184,8 @@ class SQLiteSessionStore(SyncSessionStore):
         1
         >>> store.close()
     """
+
+    exclusive_appends: ClassVar[bool] = True  # see ExclusiveAppends
 
     def __init__(
         self,
