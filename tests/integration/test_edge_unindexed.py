@@ -204,3 +204,35 @@ def test_a_shard_of_the_older_layout_is_read_ahead_even_to_count() -> None:
         "hnsw_config": {"m": 16},
     }
     assert not lazy_layout(older)
+
+
+def test_a_count_by_reads_the_cold_index_of_its_fields_ahead_once_per_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Edge drops a cold payload index from the page cache when it loads the segment; a facet
+    # then faults every page of it in one at a time, unless the store reads it ahead.
+    store, records = indexed_store(tmp_path, 2_000)
+    store.close()
+    advised: list[tuple[str, int]] = []
+    real = edge_module.read_ahead_field
+
+    def spy(directory: Path, field: str) -> int:
+        advised.append((field, real(directory, field)))
+        return advised[-1][1]
+
+    monkeypatch.setattr(edge_module, "read_ahead_field", spy)
+    everything = RecordFilter(include_history=True)
+    semantic = RecordFilter.model_validate({"include_history": True, "memory_types": ("semantic",)})
+    with QdrantEdgeStore(tmp_path, dimension=DIM, auto_index=OFF, preload=False) as counting:
+        by_type = counting.count_by(ALICE, "memory_type", filter=everything)
+        by_subtype = counting.count_by(ALICE, "subtype", filter=semantic)
+        again = counting.count_by(ALICE, "memory_type", filter=everything)
+    assert by_type == again == {"semantic": len(records)}
+    assert sum(by_subtype.values()) <= len(records)
+    # Each cold field once (the tenant and the space are kept in RAM), and Edge's layout
+    # names its files: an Edge that renames them fails here instead of slowing down unseen.
+    assert [field for field, _ in advised] == ["memory_type", "subtype"]
+    assert all(files > 0 for _, files in advised)
+    with QdrantEdgeStore(tmp_path, dimension=DIM, auto_index=OFF, preload=False) as reopened:
+        reopened.count_by(ALICE, "memory_type", filter=everything)
+    assert [field for field, _ in advised][2:] == ["memory_type"]  # a new load: again

