@@ -48,6 +48,7 @@ from agentmem._util.durable import fsync_dir, replace_durably
 from agentmem.errors import StoreCorruptedError, StoreError, StoreLockedError
 from agentmem.home import check_no_interrupted_restore
 from agentmem.stores import _sqlite_integrity as integrity
+from agentmem.stores._sqlite_wal import wal_damage
 from agentmem.stores.qdrant import _edge_manifest as manifests
 from agentmem.stores.qdrant._edge_index import (
     AutoIndex,
@@ -309,6 +310,8 @@ def _readable_rows(
         state = "missing" if not db.exists() else "empty"
         lost.append(f"{db}: every session (the file is {state}; how many there were is unknown)")
         return rows, lost, last_seq, incomplete
+    if (damage := wal_damage(str(db))) is not None:  # SQLite reads up to the damaged frame
+        lost.append(f"{db}: {damage}; what they held cannot be read")
     try:
         conn = sqlite3.connect(f"{db.absolute().as_uri()}?mode=ro", uri=True)
     except sqlite3.Error as exc:

@@ -39,6 +39,7 @@ from agentmem.errors import (
 )
 from agentmem.home import check_no_interrupted_restore
 from agentmem.stores import _sqlite_integrity as integrity
+from agentmem.stores._sqlite_wal import wal_damage
 from agentmem.stores.base import (
     StoredMessage,
     SyncSessionStore,
@@ -239,6 +240,10 @@ class SQLiteSessionStore(SyncSessionStore):
 
     def _connect(self, synchronous: str, quick_check: bool) -> sqlite3.Connection:
         self._check_not_lost()
+        # Before any connection: the first one replays the log, dropping in silence every
+        # transaction after a damaged frame (see agentmem.stores._sqlite_wal).
+        if self._path not in _IN_MEMORY and (damage := wal_damage(self._path)) is not None:
+            raise integrity.corrupted(self._path, damage)
         checked = (
             not quick_check
             or self._path in _IN_MEMORY
