@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+import sqlite3
 import struct
 import subprocess
 import sys
@@ -197,3 +198,23 @@ def test_a_log_another_process_is_writing_is_never_taken_for_damage(tmp_path: Pa
     assert written > 100
     with SQLiteSessionStore(db) as store:
         assert store.count("w") == written
+
+
+@pytest.mark.parametrize("page_size", [512, 1024, 8192, 65536])
+def test_logs_of_every_page_size_are_read(tmp_path: Path, page_size: int) -> None:
+    live, db = tmp_path / "live.db", tmp_path / "crashed.db"
+    conn = sqlite3.connect(live, isolation_level=None)
+    try:
+        conn.execute(f"PRAGMA page_size = {page_size}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("CREATE TABLE t (x TEXT)")
+        for i in range(60):
+            conn.execute("INSERT INTO t VALUES (?)", (f"{i} " + "z" * 700,))
+        for suffix in ("", "-wal"):
+            shutil.copy(f"{live}{suffix}", f"{db}{suffix}")
+    finally:
+        conn.close()
+    assert wal_damage(str(db)) is None
+    ours = [offset for offset, mine, _ in frames(Path(f"{db}-wal")) if mine]
+    alter(Path(f"{db}-wal"), ours[len(ours) // 3] + 24 + page_size // 2)
+    assert "damaged at frame" in str(wal_damage(str(db)))
