@@ -57,6 +57,7 @@ from agentmem.stores.qdrant._edge_index import (
     set_current_generation,
 )
 from agentmem.stores.qdrant._edge_probe import salvage
+from agentmem.stores.qdrant._edge_wal import wal_damage as edge_wal_damage
 from agentmem.stores.qdrant.edge import LOCK_FILE, QdrantEdgeStore, holding_lock
 from agentmem.stores.sqlite import SQLiteSessionStore
 
@@ -367,6 +368,8 @@ def _repair_memories(root: Path, report: RepairReport, accept_loss: bool) -> Non
         expected = manifests.read_manifest(root)
     except StoreCorruptedError:
         expected = None
+    if (logged := edge_wal_damage(live)) is not None:  # Edge replays up to the damage
+        report.lost.append(f"{root}: {logged}; what they held cannot be read")
     target = next_generation(root)
     try:
         kept = salvage(live, target, dimension) if dimension else {}

@@ -116,6 +116,7 @@ from agentmem.stores.qdrant._edge_shard import (
     lazy_layout,
     shard_schema,
 )
+from agentmem.stores.qdrant._edge_wal import wal_damage
 
 __all__ = ["AutoIndex", "QdrantEdgeStore", "create_shard", "holding_lock"]
 
@@ -272,6 +273,10 @@ class QdrantEdgeStore(MemoryStoreEngine):
             root,
             reason,
         )
+        # Edge would replay its log up to a damaged entry and drop the rest in silence.
+        logged = wal_damage(where)
+        if logged is not None:
+            raise manifests.damaged(root, logged)
         try:
             probe(where)
         except StoreCorruptedError as exc:
