@@ -312,7 +312,7 @@ def _readable_rows(
         lost.append(f"{db}: every session (the file is {state}; how many there were is unknown)")
         return rows, lost, last_seq, incomplete
     if (damage := wal_damage(str(db))) is not None:  # SQLite reads up to the damaged frame
-        lost.append(f"{db}: {damage}; what they held cannot be read")
+        lost.append(f"{db}: {damage}; what it held after the damage cannot be read")
     try:
         conn = sqlite3.connect(f"{db.absolute().as_uri()}?mode=ro", uri=True)
     except sqlite3.Error as exc:

@@ -7,15 +7,20 @@ fails it stops and drops that frame and everything after it, with no error, beca
 what a write torn by a power cut looks like. A log damaged in the middle (an altered
 sector, a bad copy) therefore loses every transaction committed after the damaged frame,
 and the next checkpoint makes the loss permanent: 200 stored messages came back as 182.
+A log whose header does not hold (a changed magic number, page size, salt or checksum) is
+ignored whole.
 
-:func:`wal_damage` tells the two apart before SQLite sees the log. A torn write ends the
-log: nothing written after it can be a frame of the same log that completes a transaction.
-Damage does not: later frames still carry the log's salts, and some of them end a
-transaction (their commit field is set). So the log is damaged when a frame fails its
-checksum and a commit frame of the same log follows it, or when its header fails its
-checksum (SQLite then ignores the whole log) while commit frames with its salts follow.
-Damage to the frames of the last transaction alone looks exactly like a torn write, and is
-left to SQLite, which drops that transaction as it would after a power cut.
+:func:`wal_damage` tells damage from what SQLite is right to drop, before SQLite sees the
+log. Two things legitimately end a log with frames that fail: a transaction torn by a power
+cut (any of its frames may be missing or stale), and the tail of a transaction whose writer
+was killed before publishing it, partly overwritten since by the next writer (its frames
+still carry the log's salts, and its commit frame is there). Either is one transaction: the
+failing frame, and the frames up to the first commit frame from there. Damage is found when
+more follows: the log is damaged when, from its first failing frame on, at least two
+frames of the log (its salts) end a transaction. So damage to the log's last transaction
+alone is left to SQLite, which drops that transaction as it would after a power cut. A
+header that does not hold, followed by frames that carry one pair of salts and end a
+transaction, is damage too.
 
 Another process may be writing the log while it is read (a service runs several). A frame
 caught half-written, or a log restarted from its beginning under the reader, can look like
@@ -23,8 +28,9 @@ damage for a moment, so a finding counts only when a second read, a moment later
 same log damaged at the same frame.
 
 Cost: the checksums are computed with numpy (imported only when a log with frames is
-there), 256 frames at a time, so memory stays bounded whatever the log's size: about 6 ms
-for a full log (1,000 frames of 4 KiB, the size at which SQLite checkpoints by default).
+there), about 1 MiB of frames at a time, so memory stays bounded whatever the log's size:
+about 6 ms for a full log (1,000 frames of 4 KiB, the size at which SQLite checkpoints by
+default).
 
 The format: https://www.sqlite.org/fileformat.html#the_write_ahead_log
 
@@ -35,47 +41,57 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import os
 import struct
 import time
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 __all__ = ["wal_damage"]
 
 _MAGIC_LE, _MAGIC_BE = 0x377F0682, 0x377F0683  # checksums of little-/big-endian words
 _HEADER = 32
 _FRAME_HEADER = 24
+_PAGE_SIZES = tuple(1 << n for n in range(9, 17))  # 512 .. 65536
 _MASK = 0xFFFFFFFF
 _RECHECKS = 3
 _RECHECK_WAIT_S = 0.05
-_BATCH = 256  # frames checksummed at once (1 MiB of 4 KiB pages)
+_BATCH_BYTES = 1 << 20  # frames checksummed at once: about this much of the log
+_HEADER_DAMAGE = -1
 
 
 @dataclass(frozen=True)
 class _Damage:
     salts: tuple[int, int]
-    frame: int  # the first frame SQLite would drop (0-based); -1: the header
-    frames: int
-    commits_after: int
+    frame: int  # the first frame SQLite would drop (0-based); _HEADER_DAMAGE: the header
+    commits: int  # frames of the log that end a transaction, from there on
 
     def where(self) -> tuple[tuple[int, int], int]:
         return self.salts, self.frame
 
     def describe(self, wal: str) -> str:
-        what = "its header" if self.frame < 0 else f"frame {self.frame + 1} of {self.frames}"
+        if self.frame == _HEADER_DAMAGE:
+            what, lost = "its header", f"all {self.commits} transaction(s) it holds"
+        else:
+            what = f"frame {self.frame + 1}"
+            lost = f"the transaction it is in and the {self.commits - 1} committed after it"
         return (
-            f"its write-ahead log {wal} is damaged at {what}: the "
-            f"{self.commits_after} transaction(s) committed after it would be dropped "
+            f"its write-ahead log {wal} is damaged at {what}: SQLite would drop {lost} "
             "without an error"
         )
 
 
 def wal_damage(path: str) -> str | None:
     """What is wrong with the write-ahead log of the SQLite database at ``path`` (its
-    ``-wal`` file) that SQLite would drop committed transactions over, or ``None``: no log,
-    a sound one, or one whose only fault is a torn last transaction."""
-    wal = f"{path}-wal"
+    ``-wal`` file, beside the database a symlink names) that SQLite would drop committed
+    transactions over, or ``None``: no log, a sound one, or one whose only fault is in its
+    last transaction."""
+    wal = f"{os.path.realpath(path)}-wal"
     found = _scan(wal)
     for _ in range(_RECHECKS):
         if found is None:
@@ -94,63 +110,77 @@ def _scan(wal: str) -> _Damage | None:
     except OSError:
         return None
     with handle:
+        size = os.fstat(handle.fileno()).st_size
         head = handle.read(_HEADER)
-        if len(head) < _HEADER:
-            return None
-        magic, _, page_size, _, salt1, salt2, check1, check2 = struct.unpack(">8I", head)
-        if magic not in (_MAGIC_LE, _MAGIC_BE):
-            return None  # SQLite ignores such a file: it never held a readable log
-        if page_size < 512 or page_size > 65536 or page_size & (page_size - 1):
-            return None  # nor a log whose header names no page size
-        frame_size = _FRAME_HEADER + page_size
-        frames = (os.fstat(handle.fileno()).st_size - _HEADER) // frame_size
-        if frames <= 0:
-            return None
-        import numpy as np
+        if len(head) < _HEADER or size < _HEADER + _FRAME_HEADER + _PAGE_SIZES[0]:
+            return None  # no frame: nothing SQLite could drop
+        import numpy
 
-        log = _Log(handle, (salt1, salt2), frames, frame_size)
+        magic, _, page_size, _, salt1, salt2, check1, check2 = struct.unpack(">8I", head)
         order = "<u4" if magic == _MAGIC_LE else ">u4"
-        if _checksums(np, np.frombuffer(head[:24], order)[None, :], (0, 0)) != [(check1, check2)]:
-            return log.damage_at(-1)  # SQLite ignores the whole log
+        if (
+            magic not in (_MAGIC_LE, _MAGIC_BE)
+            or page_size not in _PAGE_SIZES
+            or _chain(numpy.frombuffer(head[:24], order)[None, :], (0, 0)) != [(check1, check2)]
+        ):
+            return _header_damage(handle, size)
+        salts = (salt1, salt2)
+        frame_size = _FRAME_HEADER + page_size
+        frames = (size - _HEADER) // frame_size
+        batch = max(1, _BATCH_BYTES // frame_size)
         state = (check1, check2)
-        for first in range(0, frames, _BATCH):
-            data = handle.read(min(_BATCH, frames - first) * frame_size)
+        for first in range(0, frames, batch):
+            data = handle.read(min(batch, frames - first) * frame_size)
             count = len(data) // frame_size  # fewer: the file shrank since its size was read
             if count == 0:
                 return None
-            raw = np.frombuffer(data, np.uint8, count * frame_size).reshape(count, frame_size)
+            raw = numpy.frombuffer(data, numpy.uint8, count * frame_size)
+            raw = raw.reshape(count, frame_size)
             fields = raw[:, :_FRAME_HEADER].copy().view(">u4")  # page, commit, salts, sums
             # Each frame's checksum covers the first 8 bytes of its header and its page.
-            words = np.concatenate([raw[:, :8], raw[:, _FRAME_HEADER:]], axis=1).view(order)
-            sums = _checksums(np, words, state)
+            words = numpy.concatenate([raw[:, :8], raw[:, _FRAME_HEADER:]], axis=1).view(order)
+            sums = _chain(words, state)
             for i, (page, _, s1, s2, c1, c2) in enumerate(fields.tolist()):
-                if (s1, s2) != log.salts or sums[i] != (c1, c2) or page == 0:
-                    return log.damage_at(first + i)
+                if (s1, s2) != salts or sums[i] != (c1, c2) or page == 0:
+                    bad = first + i
+                    commits = _commits(handle, salts, bad, frames, frame_size)
+                    return _Damage(salts, bad, commits) if commits >= 2 else None
             state = sums[-1]
     return None
 
 
-class _Log:
-    """An open log file, for counting the commit frames after the one SQLite stops at."""
-
-    def __init__(self, handle: BinaryIO, salts: tuple[int, int], frames: int, size: int):
-        self.handle, self.salts, self.frames, self.frame_size = handle, salts, frames, size
-
-    def damage_at(self, bad: int) -> _Damage | None:
-        """The damage at frame ``bad`` (-1: the header) if a later frame of this log ends a
-        transaction; ``None`` if none does (a torn write, or stale frames of an older log)."""
-        commits = 0
-        for frame in range(bad + 1, self.frames):
-            self.handle.seek(_HEADER + frame * self.frame_size)
-            header = self.handle.read(16)
-            if len(header) < 16:
-                break
-            _, commit, s1, s2 = struct.unpack(">4I", header)
-            commits += (s1, s2) == self.salts and commit != 0
-        return _Damage(self.salts, bad, self.frames, commits) if commits else None
+def _header_damage(handle: BinaryIO, size: int) -> _Damage | None:
+    """For a log whose header does not hold: the damage if, at some page size, its frames
+    carry the salts of its first frame and end a transaction (SQLite drops them all)."""
+    for page_size in _PAGE_SIZES:
+        frame_size = _FRAME_HEADER + page_size
+        frames = (size - _HEADER) // frame_size
+        if frames < 1:
+            break
+        handle.seek(_HEADER)
+        page, _, salt1, salt2 = struct.unpack(">4I", handle.read(16))
+        if page == 0:
+            continue
+        commits = _commits(handle, (salt1, salt2), 0, frames, frame_size)
+        if commits:
+            return _Damage((salt1, salt2), _HEADER_DAMAGE, commits)
+    return None
 
 
-def _checksums(np: Any, words: Any, seed: tuple[int, int]) -> list[tuple[int, int]]:
+def _commits(handle: BinaryIO, salts: tuple[int, int], first: int, frames: int, size: int) -> int:
+    """How many of the frames from ``first`` on carry ``salts`` and end a transaction."""
+    commits = 0
+    for frame in range(first, frames):
+        handle.seek(_HEADER + frame * size)
+        header = handle.read(16)
+        if len(header) < 16:
+            break
+        _, commit, s1, s2 = struct.unpack(">4I", header)
+        commits += (s1, s2) == salts and commit != 0
+    return commits
+
+
+def _chain(words: npt.NDArray[np.uint32], seed: tuple[int, int]) -> list[tuple[int, int]]:
     """The cumulative checksum after each row of ``words`` (uint32, one row per frame),
     starting from ``seed``.
 
@@ -161,14 +191,11 @@ def _checksums(np: Any, words: Any, seed: tuple[int, int]) -> list[tuple[int, in
     rows runs in Python. numpy's uint64 arithmetic wraps modulo 2**64, which keeps every
     value exact modulo 2**32.
     """
-    wide = words.astype(np.uint64)
+    import numpy
+
+    wide = words.astype(numpy.uint64)
     first, second = wide[:, 0::2], wide[:, 1::2]
-    pairs = first.shape[1]
-    powers = np.empty((pairs, 4), np.uint64)  # powers[j] = M**(pairs-1-j), flattened
-    m = (1, 0, 0, 1)
-    for j in range(pairs - 1, -1, -1):
-        powers[j] = m
-        m = _times(m, (1, 1, 1, 2))
+    powers, m = _powers(first.shape[1])
     both = first + second
     adds1 = first @ powers[:, 0] + both @ powers[:, 1]
     adds2 = first @ powers[:, 2] + both @ powers[:, 3]
@@ -178,6 +205,20 @@ def _checksums(np: Any, words: Any, seed: tuple[int, int]) -> list[tuple[int, in
         s1, s2 = (m[0] * s1 + m[1] * s2 + add1) & _MASK, (m[2] * s1 + m[3] * s2 + add2) & _MASK
         out.append((s1, s2))
     return out
+
+
+@functools.lru_cache(maxsize=16)
+def _powers(pairs: int) -> tuple[npt.NDArray[np.uint64], tuple[int, int, int, int]]:
+    """``M**(pairs-1-j)`` for each pair ``j`` (row-major, one row each), and ``M**pairs``."""
+    import numpy
+
+    powers = numpy.empty((pairs, 4), numpy.uint64)
+    m = (1, 0, 0, 1)
+    for j in range(pairs - 1, -1, -1):
+        powers[j] = m
+        m = _times(m, (1, 1, 1, 2))
+    powers.setflags(write=False)
+    return powers, m
 
 
 def _times(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, int, int, int]:

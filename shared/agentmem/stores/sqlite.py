@@ -243,7 +243,7 @@ class SQLiteSessionStore(SyncSessionStore):
         # Before any connection: the first one replays the log, dropping in silence every
         # transaction after a damaged frame (see agentmem.stores._sqlite_wal).
         if self._path not in _IN_MEMORY and (damage := wal_damage(self._path)) is not None:
-            raise integrity.corrupted(self._path, damage)
+            raise integrity.lost(self._path, damage)
         checked = (
             not quick_check
             or self._path in _IN_MEMORY
