@@ -23,8 +23,10 @@ when the store preloads (it reads them anyway). After the load the store compare
 counts. A manifest in the ``"open"`` state (the process crashed), or none (a store made
 before manifests, or the manifest deleted), cannot vouch for the files: the store loads the
 shard once in a child process (:mod:`agentmem.stores.qdrant._edge_probe`) before loading it
-itself, so that a file Edge would abort on ends a child, not the caller. Such a store gets a
-manifest at its first clean close.
+itself, so that a file Edge would abort on ends a child, not the caller, after reading its
+write-ahead log for damage Edge would replay in part without an error
+(:mod:`agentmem.stores.qdrant._edge_wal`). Such a store gets a manifest at its first clean
+close.
 
 Cost (``bench/backup.py``, 10,000 memories of 384 dimensions, 47 MB of data, on this
 project's loaded 2-core machine): describing the store at a flush or close, 0.48 s; verifying
