@@ -155,6 +155,33 @@ def test_a_last_write_cut_short_is_left_to_edge(crashed: Path, tmp_path: Path, c
     assert count(path) == 250
 
 
+def test_a_last_write_cut_short_over_an_earlier_one_is_left_to_edge(
+    crashed: Path, tmp_path: Path
+) -> None:
+    # A write cut short leaves bytes past the log's end; the next write goes over them,
+    # and if it too is cut short, its CRC slot holds those old bytes: neither zero nor
+    # right, with bytes after it. Two kills in a row, not damage.
+    path = copy_of(crashed, tmp_path / "long_term")
+    log = log_file(path)
+    _, crc = entries(log)[-1]
+    patch(log, crc, b"xxxx")  # the old bytes under the slot
+    patch(log, crc + 4, b"x" * 3000)  # and after it, what the earlier, longer write left
+    assert wal_damage(log.parent.parent) is None
+    assert count(path) == 250
+
+
+def test_an_entry_whose_crc_field_was_zeroed_before_the_last_is_refused(
+    crashed: Path, tmp_path: Path
+) -> None:
+    # The next entry is seeded with the CRC the altered one should carry: still found.
+    path = copy_of(crashed, tmp_path / "long_term")
+    log = log_file(path)
+    _, crc = entries(log)[-2]
+    patch(log, crc, bytes(4))
+    with pytest.raises(StoreCorruptedError, match="damaged at entry"):
+        QdrantEdgeStore(path, dimension=3)
+
+
 def test_repair_keeps_what_the_log_holds_before_the_damage_and_names_the_loss(
     crashed: Path, tmp_path: Path
 ) -> None:
