@@ -44,6 +44,14 @@ def put(n, tag):
     records = [MemoryRecord.new(f"{tag} {i}", "semantic", scope=ALICE) for i in range(n)]
     vectors = [[1.0, float(i), 0.5] for i in range(n)]
     store.upsert(records, vectors, [SparseVector([i], [1.0]) for i in range(n)])
+if sys.argv[2] == "roll over":  # flushed, then past a full log file (32 MiB), then a kill
+    put(10, "flushed")
+    store.flush()
+    for i in range(12):
+        records = [MemoryRecord.new(f"big {i} {k} " + "z" * 40_000, "semantic", scope=ALICE)
+                   for k in range(100)]
+        store.upsert(records, [[1.0, 0.0, 0.5]] * 100, [SparseVector([0], [1.0])] * 100)
+    os.kill(os.getpid(), 9)
 if sys.argv[2] == "crash":  # 200 flushed, then 50 and 1 only in the log, then a kill
     put(200, "flushed")
     store.flush()
@@ -180,6 +188,24 @@ def test_an_entry_whose_crc_field_was_zeroed_before_the_last_is_refused(
     patch(log, crc, bytes(4))
     with pytest.raises(StoreCorruptedError, match="damaged at entry"):
         QdrantEdgeStore(path, dimension=3)
+
+
+def test_a_log_file_gone_from_a_crash_left_store_is_refused(crashed: Path, tmp_path: Path) -> None:
+    # Edge would start an empty log and load the shard without the writes it held.
+    path = copy_of(crashed, tmp_path / "long_term")
+    log_file(path).unlink()
+    with pytest.raises(StoreCorruptedError, match="open-1 is missing"):
+        QdrantEdgeStore(path, dimension=3)
+
+
+def test_a_log_that_moved_on_to_a_new_file_before_the_crash_opens(tmp_path: Path) -> None:
+    # A full wal/open-N is renamed wal/closed-M: the file the manifest lists is gone, and
+    # that is no damage.
+    path = tmp_path / "long_term"
+    killed = run_python("-c", WRITER, str(path), "roll over", timeout=300)
+    assert killed.returncode == -9, killed.stderr
+    assert list((path / "wal").glob("closed-*"))
+    assert count(path) == 1_210
 
 
 def test_repair_keeps_what_the_log_holds_before_the_damage_and_names_the_loss(

@@ -350,6 +350,7 @@ def check_listed(root: Path, manifest: Manifest) -> None:
     (Edge may have merged others away, and rewrites the rest), and so are the files of
     :data:`_KEPT` it lists."""
     directory = generation_dir(root, manifest.generation)
+    _check_log_files(root, manifest, directory)
     for relative in sorted(manifest.files):
         parts = relative.split("/")
         if relative in _KEPT:
@@ -362,6 +363,24 @@ def check_listed(root: Path, manifest: Manifest) -> None:
             continue  # a segment merged away since
         if not (directory / relative).exists():
             raise damaged(root, f"{directory / relative} is missing (the manifest lists it)")
+
+
+def _check_log_files(root: Path, manifest: Manifest, directory: Path) -> None:
+    """The write-ahead log's open files the manifest lists are still there, unless the log
+    has moved on since (a full ``wal/open-N`` is renamed ``wal/closed-M``, a file the
+    manifest does not list). Without them Edge starts an empty log and loads the shard
+    without the writes they held, with no error."""
+    gone = [
+        relative
+        for relative in sorted(manifest.files)
+        if relative.startswith("wal/open-") and not (directory / relative).exists()
+    ]
+    if not gone:
+        return
+    closed = (directory / "wal").glob("closed-*")
+    if any(f"wal/{path.name}" not in manifest.files for path in closed):
+        return
+    raise damaged(root, f"{directory / gone[0]} is missing (the manifest lists it)")
 
 
 def check_points(root: Path, manifest: Manifest, counted: Mapping[str, int]) -> None:
