@@ -121,16 +121,28 @@ def test_the_crash_left_log_is_sound_and_replayed_whole(crashed: Path, tmp_path:
     assert count(path) == 251
 
 
-@pytest.mark.parametrize("which", ["first", "middle", "the one before the last"])
+@pytest.mark.parametrize(
+    ("which", "part"),
+    [
+        ("first", "data"),
+        ("middle", "data"),
+        ("the one before the last", "data"),
+        # The next entry is then tried seeded with the CRC the altered one should carry.
+        ("the one before the last", "CRC field"),
+    ],
+)
 def test_an_entry_altered_before_the_last_is_refused_untouched(
-    crashed: Path, tmp_path: Path, which: str
+    crashed: Path, tmp_path: Path, which: str, part: str
 ) -> None:
     path = copy_of(crashed, tmp_path / "long_term")
     log = log_file(path)
     found = entries(log)
     index = {"first": 0, "middle": len(found) // 2, "the one before the last": -2}[which]
     start, crc = found[index]
-    patch(log, (start + crc) // 2, b"\xde\xad\xbe\xef")  # in its data
+    if part == "data":
+        patch(log, (start + crc) // 2, b"\xde\xad\xbe\xef")
+    else:
+        patch(log, crc, bytes(4))
     before = digests(path)
     with pytest.raises(StoreCorruptedError, match=r"write-ahead log .* is damaged at entry"):
         QdrantEdgeStore(path, dimension=3)
@@ -146,48 +158,27 @@ def test_the_last_entry_altered_in_place_is_refused(crashed: Path, tmp_path: Pat
         QdrantEdgeStore(path, dimension=3)
 
 
-@pytest.mark.parametrize("cut", ["CRC not written yet", "a sector never written"])
+@pytest.mark.parametrize(
+    "cut", ["CRC not written yet", "a sector never written", "over an earlier cut-short write"]
+)
 def test_a_last_write_cut_short_is_left_to_edge(crashed: Path, tmp_path: Path, cut: str) -> None:
-    # A kill during Edge's write leaves the CRC (written last) zero; a power cut leaves a
-    # whole sector of the preallocated zeros. Edge drops that write, as before.
+    # A kill during Edge's write leaves the CRC slot (written last) as it was: zero, or,
+    # when the write went over bytes an earlier cut-short (longer) write left past the
+    # log's end, those old bytes, with more after them. A power cut leaves a whole sector
+    # of the preallocated zeros. Edge drops that write, as before.
     path = copy_of(crashed, tmp_path / "long_term")
     log = log_file(path)
     start, crc = entries(log)[-1]
     if cut == "CRC not written yet":
         patch(log, crc, bytes(4))
-    else:
+    elif cut == "a sector never written":
         sector = (start // 512 + 1) * 512  # its part of the sector: never written
         assert sector < crc
         patch(log, sector, bytes(min(512, crc + 4 - sector)))
+    else:
+        patch(log, crc, b"x" * 3004)
     assert wal_damage(log.parent.parent) is None
     assert count(path) == 250
-
-
-def test_a_last_write_cut_short_over_an_earlier_one_is_left_to_edge(
-    crashed: Path, tmp_path: Path
-) -> None:
-    # A write cut short leaves bytes past the log's end; the next write goes over them,
-    # and if it too is cut short, its CRC slot holds those old bytes: neither zero nor
-    # right, with bytes after it. Two kills in a row, not damage.
-    path = copy_of(crashed, tmp_path / "long_term")
-    log = log_file(path)
-    _, crc = entries(log)[-1]
-    patch(log, crc, b"xxxx")  # the old bytes under the slot
-    patch(log, crc + 4, b"x" * 3000)  # and after it, what the earlier, longer write left
-    assert wal_damage(log.parent.parent) is None
-    assert count(path) == 250
-
-
-def test_an_entry_whose_crc_field_was_zeroed_before_the_last_is_refused(
-    crashed: Path, tmp_path: Path
-) -> None:
-    # The next entry is seeded with the CRC the altered one should carry: still found.
-    path = copy_of(crashed, tmp_path / "long_term")
-    log = log_file(path)
-    _, crc = entries(log)[-2]
-    patch(log, crc, bytes(4))
-    with pytest.raises(StoreCorruptedError, match="damaged at entry"):
-        QdrantEdgeStore(path, dimension=3)
 
 
 def test_a_log_file_gone_from_a_crash_left_store_is_refused(crashed: Path, tmp_path: Path) -> None:
