@@ -552,8 +552,11 @@ def test_fewer_workers_take_effect_on_the_threads_already_running() -> None:
         return expected(texts, query)
 
     worker = BatchWorker(encode, workers=2)
-    with ThreadPoolExecutor(8) as pool:
-        list(pool.map(lambda i: worker.embed([f"q{i}"], query=True), range(200)))
+    for _ in range(10):  # two passes at once: seen within a round unless the machine is busy
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(lambda i: worker.embed([f"q{i}"], query=True), range(200)))
+        if most[0] == 2:
+            break
     assert most[0] == 2
     worker.workers = 1  # what the local embedder does when its trace fails
     most[0] = 0
