@@ -41,13 +41,13 @@ def _read_again(
     if change is not None:
         (generation / change).write_bytes(FILES[change])
     read: list[str] = []
-    real = manifests.block_digest
+    real = manifests.block_checksum
 
     def recording(path: Path) -> str:
         read.append(str(path.relative_to(generation)))
         return real(path)
 
-    monkeypatch.setattr(manifests, "block_digest", recording)
+    monkeypatch.setattr(manifests, "block_checksum", recording)
     again = manifests.describe(generation, generation, {"*": 1}, "clean", unchanged=stamps)
     assert again.files == manifest.files  # the same checksums, read or kept
     return sorted(read)

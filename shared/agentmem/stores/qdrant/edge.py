@@ -293,7 +293,7 @@ class QdrantEdgeStore(MemoryStoreEngine):
             current = manifests.Manifest(
                 manifests.generation_name(self._path, self._shard_dir),
                 "open",
-                {f: {"size": 0, "sha256": None} for f in listed},
+                {f: {"size": 0, manifests.CHECKSUM: None} for f in listed},
             )
         self._manifest = current.as_open()
         manifests.write_manifest(self._path, self._manifest)
