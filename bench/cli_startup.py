@@ -14,9 +14,14 @@ and ``cpu_x_torch`` against ``import torch``'s, a figure other jobs on the machi
 less than wall time) come from ``wait4`` (this process stays small, so a child's figure is
 its own). Two reference rows show what the lazy path avoids:
 ``python -c "import torch"`` and ``import sentence_transformers`` (``--torch-only``: the
-first only). ``--base CHECKOUT`` adds, for each home, a ``base:`` row of ``stats`` run by
-the code of that checkout (its ``PYTHONPATH``) in the same rounds: before and after in one
-run.
+first only). ``stats`` reads the census the store's last clean close wrote
+(``agentmem.stores.qdrant._edge_census``); the ``no census`` row removes it before each run
+(``sh -c 'rm -f ... && exec agentmem ...'``: the shell is replaced, so the figures are the
+command's), as after a crash or on a store an older agentmem wrote: the store is loaded and
+counts, and its close writes the census again. ``--base CHECKOUT`` adds, for each home, a
+``base:`` row of ``stats`` run by the code of that checkout (its ``PYTHONPATH``) in the same
+rounds, on a copy of the home (each version rewrites the manifest in its own format):
+before and after in one run.
 
 The homes are bulk-loaded first through the public API (``LongTermMemory.store_records``,
 one store with no index build: the same home for every version of the code) with the tests'
@@ -284,10 +289,21 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         name = f"agentmem stats --user alice ({size:,} memories)"
         stats = ["--home", str(home), "stats", "--user", "alice"]
         plan.append((name, [*cli, *stats], 0, env))
+        # The same with the census gone before each run (a store an older agentmem wrote,
+        # or the first stats after a crash): counted by the loaded store, whose close
+        # writes the census again.
+        census = home / "long_term" / "agentmem-census.json"
+        no_census = ["sh", "-c", 'rm -f "$0" && exec "$@"', str(census), *cli, *stats]
+        plan.append((f"{name}, no census", no_census, 0, env))
         if args.base is not None:  # the code before, from its checkout, in the same rounds
             base_path = f"{args.base / 'shared'}{os.pathsep}{args.base}"
             base_env = {**env, "PYTHONPATH": base_path}
-            plan.append((f"base: {name}", [py, "-m", "agentmem.cli", *stats], 0, base_env))
+            # On a copy: each version rewrites the manifest in its own format at close.
+            base_home = work / f"base-home-{size}"
+            if not base_home.exists():
+                subprocess.run(["cp", "-r", "--sparse=always", str(home), str(base_home)])
+            base_stats = ["--home", str(base_home), *stats[2:]]
+            plan.append((f"base: {name}", [py, "-m", "agentmem.cli", *base_stats], 0, base_env))
     mistakes: list[tuple[str, list[str]]] = [
         ("missing file (ingest)", ["ingest", str(work / "missing.jsonl"), "--user", "bob"]),
         ("directory (ingest)", ["ingest", str(files["directory"]), "--user", "bob"]),

@@ -241,12 +241,15 @@ AIMED: dict[tuple[str, str], Callable[[Path], None]] = {
 
 #: Files that may open intact whatever their damage: agentmem rebuilds them exactly, or
 #: they only spare work. The lock file (any file will do), the unindexed-points hint of
-#: the index policy, the session database's identity record (written again from the
-#: database at every open) and the Edge manifest when it is gone (the store is then loaded
-#: in a child process first; altered, it is refused).
+#: the index policy, the census of the Edge store (read only when its checksum is the
+#: manifest's; otherwise stats counts through the store, and the next close writes it
+#: again: ``test_edge_census.py``), the session database's identity record (written again
+#: from the database at every open) and the Edge manifest when it is gone (the store is
+#: then loaded in a child process first; altered, it is refused).
 REBUILT = {
     "long_term/agentmem.lock": set(DAMAGES) | set(MORE_DAMAGES),
     "long_term/agentmem-index.json": set(DAMAGES) | set(MORE_DAMAGES),
+    "long_term/agentmem-census.json": set(DAMAGES) | set(MORE_DAMAGES),
     "sessions.db.identity.json": set(DAMAGES) | set(MORE_DAMAGES),
     "long_term/agentmem-manifest.json": {"removed"},
     # Without a record, the next opener's embedder is adopted (the documented way to

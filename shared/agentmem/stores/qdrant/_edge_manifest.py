@@ -86,7 +86,14 @@ _CHUNK = 1 << 20
 _ZERO_CHUNK = bytes(_CHUNK)
 #: Files of the store's root that are not part of a generation.
 _ROOT_OWN = frozenset(
-    {"agentmem.lock", "agentmem-index.json", MANIFEST_FILE, "CURRENT", "agentmem-embedder.json"}
+    {
+        "agentmem.lock",
+        "agentmem-index.json",
+        MANIFEST_FILE,
+        "CURRENT",
+        "agentmem-embedder.json",
+        "agentmem-census.json",
+    }
 )
 #: Edge rewrites these at every load, even one that then fails: listed, never checksummed.
 _REWRITTEN_AT_LOAD = frozenset({"tracker_journal.dat"})
@@ -111,15 +118,18 @@ class Manifest:
         files: Relative path -> ``{"size": int, "crc32c": str | None}`` (``"sha256"``
             instead of ``"crc32c"`` in a manifest written before CRC-32C).
         points: Space -> number of points (``"*"``: all of them).
+        census: The checksum of the census file written with a clean manifest (see
+            :mod:`agentmem.stores.qdrant._edge_census`; ``None``: no census holds).
     """
 
     generation: str
     state: State
     files: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     points: Mapping[str, int] = field(default_factory=dict)
+    census: str | None = None
 
     def as_open(self) -> Manifest:
-        """The same manifest, marked as written to since."""
+        """The same manifest, marked as written to since (its census no longer holds)."""
         return Manifest(self.generation, "open", self.files, self.points)
 
 
@@ -345,7 +355,7 @@ def describe(
 
 
 def _body(manifest: Manifest) -> dict[str, Any]:
-    return {
+    body = {
         "format": _FORMAT,
         "version": 2,
         "generation": manifest.generation,
@@ -353,6 +363,9 @@ def _body(manifest: Manifest) -> dict[str, Any]:
         "points": dict(manifest.points),
         "files": {k: dict(v) for k, v in manifest.files.items()},
     }
+    if manifest.census is not None:
+        body["census"] = manifest.census
+    return body
 
 
 def _self_checksum(body: Mapping[str, Any]) -> str:
@@ -389,6 +402,7 @@ def read_manifest(root: Path) -> Manifest | None:
             "clean" if body["state"] == "clean" else "open",
             {str(k): dict(v) for k, v in body["files"].items()},
             {str(k): int(v) for k, v in body["points"].items()},
+            census if isinstance(census := body.get("census"), str) else None,
         )
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise damaged(root, f"its manifest {MANIFEST_FILE} is damaged ({exc})") from None

@@ -14,6 +14,7 @@ import qdrant_edge as qe
 
 from agentmem.long_term.store import DENSE_VECTOR, SPARSE_VECTOR
 from agentmem.stores import points as pt
+from agentmem.stores.qdrant._edge_census import CENSUS_FIELD
 
 __all__ = ["HOT_FIELDS", "create_indexes", "create_shard", "lazy_layout", "shard_schema"]
 
@@ -109,6 +110,7 @@ def create_indexes(shard: qe.EdgeShard) -> None:
     existing = set(shard.info().payload_schema)
     schemas: list[tuple[str, Any]] = [(pt.TENANT_FIELD, qe.KeywordIndexParams(is_tenant=True))]
     schemas += [(k, qe.KeywordIndexParams(memory=_placement(k))) for k in pt.KEYWORD_FIELDS]
+    schemas += [(CENSUS_FIELD, qe.KeywordIndexParams(memory=qe.Memory.Cold))]
     schemas += [(k, qe.PayloadSchemaType.Bool) for k in pt.BOOL_FIELDS]
     schemas += [(k, qe.FloatIndexParams(memory=_placement(k))) for k in pt.FLOAT_FIELDS]
     for name, schema in schemas:

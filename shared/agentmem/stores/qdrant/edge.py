@@ -48,6 +48,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import json
 import logging
@@ -80,6 +81,16 @@ from agentmem.stores import points as pt
 from agentmem.stores.engine import MemoryStoreEngine
 from agentmem.stores.qdrant import _edge_manifest as manifests
 from agentmem.stores.qdrant._edge_access import AccessStats, ordered_by_access, split_access
+from agentmem.stores.qdrant._edge_census import (
+    CENSUS_FIELD,
+    CENSUS_FILE,
+    Census,
+    ScopeCounts,
+    census_holds,
+    census_kind,
+    read_census,
+    write_census,
+)
 from agentmem.stores.qdrant._edge_embedder import (
     EMBEDDER_FILE,
     read_record_file,
@@ -118,7 +129,7 @@ from agentmem.stores.qdrant._edge_shard import (
 )
 from agentmem.stores.qdrant._edge_wal import wal_damage
 
-__all__ = ["AutoIndex", "QdrantEdgeStore", "create_shard", "holding_lock"]
+__all__ = ["AutoIndex", "QdrantEdgeStore", "create_shard", "holding_lock", "read_scope_counts"]
 
 T = TypeVar("T")
 
@@ -129,7 +140,14 @@ _FINAL_REPLAY = 32  # journal entries replayed under the store's lock at the swa
 LOCK_FILE = "agentmem.lock"
 INDEX_STATE_FILE = "agentmem-index.json"  # unindexed points at close (a hint, see _read_moved)
 _ROOT_FILES = frozenset(
-    {LOCK_FILE, INDEX_STATE_FILE, manifests.MANIFEST_FILE, CURRENT_FILE, EMBEDDER_FILE}
+    {
+        LOCK_FILE,
+        INDEX_STATE_FILE,
+        manifests.MANIFEST_FILE,
+        CURRENT_FILE,
+        EMBEDDER_FILE,
+        CENSUS_FILE,
+    }
 )
 
 
@@ -181,6 +199,9 @@ class QdrantEdgeStore(MemoryStoreEngine):
         self._exported_moved: tuple[set[str], int] = (set(), 0)  # restored on a failure
         self._unflushed = False  # a write since the last flush: close() flushes only then
         self._counts: dict[str, int] | None = None  # points per space, until the next write
+        # The checksum of the census file that holds for the live shard (from the clean
+        # manifest verified at open, or written since), until the next write.
+        self._census: str | None = None
         self._warm = set(HOT_FIELDS)  # fields in RAM or read ahead since the load (_facet)
         self._saved_index_state: tuple[str, int] | None = None  # as agentmem-index.json holds
         self._rebuild: threading.Thread | None = None
@@ -212,7 +233,7 @@ class QdrantEdgeStore(MemoryStoreEngine):
             try:
                 try:
                     self._access = AccessStats(
-                        self._path, self._shard_dir, self._mutex, on_access=self._changing
+                        self._path, self._shard_dir, self._mutex, on_access=self._touching
                     )
                     if expected is not None:
                         manifests.check_points(self._path, expected, self._count_spaces())
@@ -260,6 +281,7 @@ class QdrantEdgeStore(MemoryStoreEngine):
             manifests.verify(root, manifest, data=self._preload)
             self._stamps = stamps
             self._manifest = manifest
+            self._census = manifest.census
             return manifest
         if manifest is not None and manifest.generation == name:
             manifests.check_listed(root, manifest)
@@ -298,8 +320,11 @@ class QdrantEdgeStore(MemoryStoreEngine):
         self._manifest = current.as_open()
         manifests.write_manifest(self._path, self._manifest)
 
-    def _write_clean_manifest(self, counts: dict[str, int], wrote: bool) -> manifests.Manifest:
-        """Describe the flushed (or closed) live generation: files, checksums, counts."""
+    def _write_clean_manifest(
+        self, counts: dict[str, int], census: str | None, wrote: bool
+    ) -> manifests.Manifest:
+        """Describe the flushed (or closed) live generation: files, checksums, counts, and
+        the checksum of the census written for it (see :meth:`_census_checksum`)."""
         # Described anew: loading a shard may rewrite files (Edge replays its WAL); after a
         # session that wrote nothing, data files unchanged since keep their checksums.
         stamps = None if wrote else self._stamps
@@ -307,6 +332,7 @@ class QdrantEdgeStore(MemoryStoreEngine):
         manifest = manifests.describe(
             self._path, self._shard_dir, counts, "clean", unchanged=stamps
         )
+        manifest = dataclasses.replace(manifest, census=census)
         manifests.write_manifest(self._path, manifest)
         self._manifest = manifest
         self._stamps = manifests.stamp(self._path, manifest, taken_ns=taken)
@@ -361,7 +387,7 @@ class QdrantEdgeStore(MemoryStoreEngine):
             self._access.flush()
             self._shard.flush()
             wrote, self._unflushed = self._unflushed, False
-            self._write_clean_manifest(self._count_spaces(), wrote)
+            self._write_clean_manifest(self._count_spaces(), self._census_checksum(), wrote)
 
     def backup_to(self, dest: str | os.PathLike[str]) -> tuple[manifests.Manifest, int]:
         """Copy the live generation, flushed, with its manifest, to the new directory
@@ -378,7 +404,8 @@ class QdrantEdgeStore(MemoryStoreEngine):
             self._access.flush()
             self._shard.flush()
             wrote, self._unflushed = self._unflushed, False
-            manifest = self._write_clean_manifest(self._count_spaces(), wrote)
+            counts, census = self._count_spaces(), self._census_checksum()
+            manifest = self._write_clean_manifest(counts, census, wrote)
             source, root = self._shard_dir, self._path
 
             def skip(path: Path) -> bool:  # the root's own files, and other generations
@@ -437,10 +464,10 @@ class QdrantEdgeStore(MemoryStoreEngine):
                 self._access.close()
                 if self._unflushed:  # a read-only session leaves the files as they were
                     self._shard.flush()
-                counts = self._count_spaces()
+                counts, census = self._count_spaces(), self._census_checksum()
                 self._shard.close()
                 try:
-                    self._write_clean_manifest(counts, self._unflushed)
+                    self._write_clean_manifest(counts, census, self._unflushed)
                 except OSError as exc:  # the store is sound; the next open probes it first
                     logger.warning("could not write the manifest of %s: %s", self._path, exc)
         finally:
@@ -578,7 +605,7 @@ class QdrantEdgeStore(MemoryStoreEngine):
                         offset=offset, limit=_EXPORT_PAGE, with_payload=True, with_vector=True
                     )
                 )
-            yield [(str(r.id), export_vectors(r.vector), dict(r.payload or {})) for r in rows]
+            yield [(str(r.id), export_vectors(r.vector), _with_census(r.payload)) for r in rows]
             if offset is None:
                 return
 
@@ -644,7 +671,7 @@ class QdrantEdgeStore(MemoryStoreEngine):
                 old, self._shard, self._shard_dir = self._shard, new, target
                 self._access.moved_to(target)
                 self._unflushed = True  # the replayed tail is in its WAL only
-                self._counts = None
+                self._counts = self._census = None
                 self._warm = set(HOT_FIELDS)  # the new segments' files left the page cache
                 self._mark_open()
                 paused = time.monotonic() - paused_from
@@ -712,11 +739,16 @@ class QdrantEdgeStore(MemoryStoreEngine):
         self._access.mirror(op, args)
 
     def _changing(self) -> None:
-        """Before a change to the files (under the mutex)."""
+        """Before a change to the points (under the mutex)."""
+        self._touching()
+        self._counts = self._census = None
+
+    def _touching(self) -> None:
+        """Before a change to the files that leaves every point's payload as it is (the
+        access statistics; under the mutex)."""
         if not self._unflushed:  # the first since a flush: the manifest no longer holds
             self._mark_open()
         self._unflushed = True
-        self._counts = None
 
     def _count_spaces(self) -> dict[str, int]:
         """The points in all and in each space, for the manifest (under the mutex): counted
@@ -725,6 +757,39 @@ class QdrantEdgeStore(MemoryStoreEngine):
         if self._counts is None:
             self._counts = count_spaces(self._shard)
         return self._counts
+
+    def _census_checksum(self) -> str | None:
+        """The checksum of a census file that holds for the live shard, for a clean
+        manifest (under the mutex, the shard open): the one that held at open or was
+        written since, if nothing was written since and the file is still as named; else
+        the points are counted (two facets) and the file written. ``None`` (no census)
+        while any point lacks :data:`CENSUS_FIELD` (written by an older agentmem, until an
+        index rebuild gives it one), or if counting fails: stats then counts the slow way."""
+        if self._census is not None and census_holds(self._path, self._census):
+            return self._census
+        self._census = None
+        try:
+            missing = qe.Filter(must=[qe.IsEmptyCondition(CENSUS_FIELD)])
+            if self._shard.count(qe.CountRequest(exact=True, filter=missing)):
+                return None
+            limit = self._shard.info().points_count + 1  # more than any field has values
+            census = Census(
+                kinds=self._facet_all(CENSUS_FIELD, limit),
+                current=self._facet_all(pt.CURRENT_SCOPE_FIELD, limit),
+            )
+            self._census = write_census(self._path, census)
+        except Exception as exc:  # the store is sound; stats counts through it instead
+            logger.warning("could not count the census of %s: %s", self._path, exc)
+        return self._census
+
+    def _facet_all(self, key: str, limit: int) -> dict[str, int]:
+        """Points per value of ``key`` in the whole shard (under the mutex)."""
+        if key not in self._warm:
+            self._warm.add(key)
+            read_ahead_field(self._shard_dir, key)
+        found = self._shard.facet(qe.FacetRequest(key, limit=limit, exact=True))
+        # A value no point holds any more can still come back, counted 0.
+        return {str(hit.value): int(hit.count) for hit in found.hits if hit.count}
 
     def _write_accesses(
         self, scope: Scope, patches: list[pt.Patch], where: tuple[pt.Condition, ...]
@@ -816,6 +881,15 @@ class QdrantEdgeStore(MemoryStoreEngine):
         return {str(hit.value): int(hit.count) for hit in found.hits}
 
 
+def _with_census(payload: Mapping[str, Any] | None) -> dict[str, Any]:
+    """An exported point's payload, with :data:`CENSUS_FIELD` if it lacks it (a point
+    written by an older agentmem gets it in the rebuilt generation)."""
+    out = dict(payload or {})
+    if CENSUS_FIELD not in out and "user_id" in out and "memory_type" in out:
+        out[CENSUS_FIELD] = census_kind(out)
+    return out
+
+
 def _read_ahead_fields(directory: Path, fields: list[str]) -> None:
     for field in fields:
         read_ahead_field(directory, field)
@@ -850,7 +924,13 @@ def _query_request(spec: pt.QuerySpec) -> qe.QueryRequest:
 
 
 _RESCORED = qe.SearchParams(quantization=qe.QuantizationSearchParams(rescore=True))
-_CONFIG_KEYS = (pt.TENANT_FIELD, *pt.KEYWORD_FIELDS, *pt.BOOL_FIELDS, *pt.FLOAT_FIELDS)
+_CONFIG_KEYS = (
+    pt.TENANT_FIELD,
+    *pt.KEYWORD_FIELDS,
+    *pt.BOOL_FIELDS,
+    *pt.FLOAT_FIELDS,
+    CENSUS_FIELD,
+)
 
 
 def _apply(shard: qe.EdgeShard, op: str, args: tuple[Any, ...]) -> None:
@@ -866,7 +946,7 @@ def _apply(shard: qe.EdgeShard, op: str, args: tuple[Any, ...]) -> None:
                             DENSE_VECTOR: p.dense,
                             SPARSE_VECTOR: qe.SparseVector(p.sparse.indices, p.sparse.values),
                         },
-                        p.payload,
+                        {**p.payload, CENSUS_FIELD: census_kind(p.payload)},
                     )
                     for p in points
                 ]
@@ -1003,6 +1083,61 @@ def holding_lock(path: str | os.PathLike[str]) -> Iterator[Path]:
         yield directory / LOCK_FILE
     finally:
         held.discard(key)
+        _unlock(handle)
+
+
+def read_scope_counts(
+    path: str | os.PathLike[str], scope: Scope, *, dimension: int
+) -> ScopeCounts | None:
+    """The points of ``scope`` (by type and subtype, and how many are current) as the
+    store at ``path`` holds them, read from its census without loading the shard (see
+    :mod:`agentmem.stores.qdrant._edge_census`), under the store's lock: what ``agentmem
+    stats`` shows.
+
+    ``None`` when the census cannot answer, and opening the store is how to count: a scope
+    narrowed to an agent or a session (the census counts users and spaces), another process
+    holds the store, its last close was not clean, it has no census, or it fails any check
+    an open makes before loading (its manifest, its metadata files, the vectors'
+    ``dimension``); the open then raises what it finds. Nothing is written.
+
+    Example:
+        >>> import tempfile
+        >>> from agentmem.long_term.records import MemoryRecord, Scope
+        >>> path = tempfile.mkdtemp()
+        >>> store = QdrantEdgeStore(path, dimension=3)
+        >>> record = MemoryRecord.new("likes tea", "semantic", scope=Scope(user_id="alice"))
+        >>> store.upsert([record], [[1.0, 0.0, 0.0]], [SparseVector([1], [1.0])])
+        >>> store.close()
+        >>> counts = read_scope_counts(path, Scope(user_id="alice"), dimension=3)
+        >>> counts.total, counts.current, dict(counts.kinds)
+        (1, 1, {('semantic', None): 1})
+    """
+    root = Path(path)
+    narrowed = scope.agent_id is not None or scope.session_id is not None
+    if narrowed or not root.is_dir() or _held_here(root):
+        return None
+    try:
+        handle = _lock(root)
+    except StoreLockedError:
+        return None
+    try:
+        check_no_interrupted_restore(root.parent)
+        _check_current(root)
+        manifest = manifests.read_manifest(root)
+        directory = current_generation(root)
+        if (
+            manifest is None
+            or manifest.state != "clean"
+            or manifest.census is None
+            or manifest.generation != manifests.generation_name(root, directory)
+            or _stored_config(directory / CONFIG_FILE)[1] != dimension
+        ):
+            return None
+        manifests.verify(root, manifest, data=False)
+        return read_census(root, manifest.census, scope.user_id, scope.space)
+    except (StoreError, ConfigurationError, OSError, UnicodeDecodeError):
+        return None  # the open finds it again, and says what it is
+    finally:
         _unlock(handle)
 
 
