@@ -190,3 +190,28 @@ def test_damage_under_a_crc32c_manifest_is_refused(tmp_path: Path) -> None:
     os.utime(target)
     with pytest.raises(StoreCorruptedError, match="was altered"):
         QdrantEdgeStore(root, dimension=3)
+
+
+def test_a_manifest_listing_the_census_file_as_data_still_opens(tmp_path: Path) -> None:
+    """After a downgrade and an upgrade: an agentmem that does not know the census file
+    lists it among a root generation's files; the census is the store's own file, not
+    Edge's, and is not required."""
+    root = tmp_path / "long_term"
+    _make_store(root)
+    census = root / "agentmem-census.json"
+    assert census.is_file()
+    _as_written_before(root)
+    body = json.loads((root / manifests.MANIFEST_FILE).read_text())
+    assert body["generation"] == "."
+    body.pop("checksum")
+    body.pop("census", None)
+    body["files"][census.name] = {
+        "size": census.stat().st_size,
+        "sha256": manifests.block_digest(census),
+    }
+    body["checksum"] = manifests._self_checksum(body)
+    (root / manifests.MANIFEST_FILE).write_text(json.dumps(body, sort_keys=True))
+    census.unlink()
+    store = QdrantEdgeStore(root, dimension=3)
+    assert store.count(ALICE) == 8
+    store.close()
