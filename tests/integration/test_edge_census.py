@@ -10,6 +10,7 @@ or anything it rests on changed, and come back at the next clean close.
 
 from __future__ import annotations
 
+import os
 import random
 from datetime import datetime, timezone
 from pathlib import Path
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from agentmem.cli import main
+from agentmem.errors import StoreCorruptedError
 from agentmem.long_term.records import MEMORY_TYPES, MemoryRecord, RecordFilter, Scope
 from agentmem.long_term.store import SparseVector
 from agentmem.stores.qdrant import _edge_census as census
@@ -231,8 +233,16 @@ def test_a_session_that_wrote_nothing_keeps_the_census_without_counting(
     assert counted == []
 
 
+@pytest.mark.parametrize(
+    "damaged",
+    [
+        "segments/*/segment.json",  # metadata
+        "segments/*/vector_storage-dense/vectors/chunk_0.mmap",  # data Edge maps, never reads
+        "segments/*/vector_storage-bm25/store/page_0.dat",  # data Edge reads at load
+    ],
+)
 def test_damage_refuses_the_census_and_stats_says_what_the_open_finds(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], damaged: str
 ) -> None:
     home = tmp_path / "home"
     path = home / "long_term"
@@ -241,11 +251,15 @@ def test_damage_refuses_the_census_and_stats_says_what_the_open_finds(
     store.upsert([record], [[1.0] + [0.0] * 383], [SparseVector([1], [1.0])])
     store.close()
     live = current_generation(path)
-    segment_json = next(live.glob("segments/*/segment.json"))
-    content = bytearray(segment_json.read_bytes())
-    content[len(content) // 2] ^= 0x01
-    segment_json.write_bytes(bytes(content))
-    assert read_scope_counts(path, ALICE, dimension=384) is None
+    target = next(live.glob(damaged))
+    stat = target.stat()
+    content = bytearray(target.read_bytes())
+    at = next(i for i, byte in enumerate(content) if byte)
+    content[at] ^= 0x01
+    target.write_bytes(bytes(content))
+    os.utime(target, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # bit rot: size, time kept
+    with pytest.raises(StoreCorruptedError, match="was altered"):
+        read_scope_counts(path, ALICE, dimension=384)
     code = main(["--home", str(home), "stats", "--user", "alice"])
     err = capsys.readouterr().err
     assert code == 1

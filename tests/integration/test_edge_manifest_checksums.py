@@ -13,6 +13,7 @@ import json
 import os
 import random
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -127,6 +128,15 @@ def _as_written_before(root: Path) -> None:
     (root / manifests.MANIFEST_FILE).write_text(json.dumps(body, sort_keys=True))
 
 
+def _age(root: Path) -> None:
+    """Make every file of the store an hour old, as files a session last wrote long ago (a
+    file changed within a timestamp's granularity of its checksum is read again)."""
+    hour_ago = time.time_ns() - 3600 * 10**9
+    for path in root.rglob("*"):
+        if path.is_file():
+            os.utime(path, ns=(hour_ago, hour_ago))
+
+
 def _metadata_file(root: Path) -> Path:
     manifest = manifests.read_manifest(root)
     assert manifest is not None
@@ -149,19 +159,51 @@ def test_a_store_closed_now_lists_crc32c_checksums(tmp_path: Path) -> None:
     assert all(len(e["crc32c"]) == 8 for e in checked)
 
 
-def test_a_manifest_written_before_crc32c_is_checked_and_replaced_at_the_next_close(
+def test_a_manifest_written_before_crc32c_is_checked_and_replaced_as_files_change(
     tmp_path: Path,
 ) -> None:
     root = tmp_path / "long_term"
     _make_store(root)
     _as_written_before(root)
-    store = QdrantEdgeStore(root, dimension=3)
+    _age(root)
+    store = QdrantEdgeStore(root, dimension=3)  # a session that writes nothing
     assert store.count(ALICE) == 8
+    store.close()
+    manifest = manifests.read_manifest(root)
+    assert manifest is not None
+    # Files unchanged since keep the SHA-256 they were checked against.
+    assert any(e.get("sha256") for e in manifest.files.values())
+    store = QdrantEdgeStore(root, dimension=3)  # a session that writes: all anew
+    store.upsert(
+        [MemoryRecord.new("one more", "semantic", scope=ALICE)],
+        [[1.0, 9.0, 0.5]],
+        [SparseVector([9], [1.0])],
+    )
     store.close()
     manifest = manifests.read_manifest(root)
     assert manifest is not None
     assert any(e.get("crc32c") for e in manifest.files.values())
     assert not any("sha256" in e for e in manifest.files.values())
+
+
+def test_a_data_file_not_checked_at_open_keeps_its_sha256(tmp_path: Path) -> None:
+    """A session that checks only the metadata (``preload=False``: ``agentmem stats``,
+    ``backup``) must not give a data file it never read a new checksum: damage under a
+    manifest an earlier agentmem wrote is still refused at the next full open."""
+    root = tmp_path / "long_term"
+    _make_store(root)
+    _as_written_before(root)
+    chunk = next(root.glob("segments/*/vector_storage-dense/vectors/chunk_0.mmap"))
+    content = bytearray(chunk.read_bytes())
+    first = next(i for i, b in enumerate(content) if b)
+    _age(root)
+    stat = chunk.stat()
+    content[first] ^= 0xFF
+    chunk.write_bytes(bytes(content))
+    os.utime(chunk, ns=(stat.st_mtime_ns, stat.st_mtime_ns))  # bit rot: size and time kept
+    QdrantEdgeStore(root, dimension=3, preload=False).close()
+    with pytest.raises(StoreCorruptedError, match="was altered"):
+        QdrantEdgeStore(root, dimension=3)
 
 
 def test_damage_under_a_manifest_written_before_crc32c_is_still_refused(tmp_path: Path) -> None:

@@ -289,10 +289,13 @@ class Stamps:
     taken_ns: int
     files: Mapping[str, tuple[int, int]]
 
-    def checksum(self, relative: str, stat: os.stat_result) -> str | None:
-        """The manifest's checksum of ``relative`` if the file has not changed since: same
-        size and mtime, and an mtime older than the stamps by more than a timestamp's
-        granularity (a file written in the same tick as its hashing is read again)."""
+    def checksum(self, relative: str, stat: os.stat_result) -> tuple[str, str] | None:
+        """The manifest's checksum of ``relative`` (its kind and value, see
+        :func:`entry_checksum`) if the file has not changed since: same size and mtime, and
+        an mtime older than the stamps by more than a timestamp's granularity (a file
+        written in the same tick as its hashing is read again). A SHA-256 of an earlier
+        manifest is kept as it is: computing a CRC-32C instead would vouch for a file
+        nobody checked against it."""
         if is_metadata(relative) and not is_sealed(relative):
             return None  # small, and Edge may change them through a memory map
         known = self.manifest.files.get(relative)
@@ -301,8 +304,7 @@ class Stamps:
             return None
         if stat.st_mtime_ns >= self.taken_ns - _RACY_NS:
             return None
-        checksum = known.get(CHECKSUM)  # one of the same kind only
-        return checksum if isinstance(checksum, str) else None
+        return entry_checksum(known)
 
 
 _RACY_NS = 2_000_000_000
@@ -346,11 +348,12 @@ def describe(
     for relative in generation_files(root, directory):
         path = directory / relative
         stat = path.stat()
-        checksum = None
+        entry: dict[str, Any] = {"size": stat.st_size, CHECKSUM: None}
         if relative.rsplit("/", 1)[-1] not in _REWRITTEN_AT_LOAD:
             known = None if unchanged is None else unchanged.checksum(relative, stat)
-            checksum = known or file_checksum(path, CHECKSUM)
-        files[relative] = {"size": stat.st_size, CHECKSUM: checksum}
+            kind, value = known or (CHECKSUM, file_checksum(path, CHECKSUM))
+            entry = {"size": stat.st_size, kind: value}
+        files[relative] = entry
     return Manifest(name, state, files, dict(points))
 
 

@@ -1096,9 +1096,14 @@ def read_scope_counts(
 
     ``None`` when the census cannot answer, and opening the store is how to count: a scope
     narrowed to an agent or a session (the census counts users and spaces), another process
-    holds the store, its last close was not clean, it has no census, or it fails any check
-    an open makes before loading (its manifest, its metadata files, the vectors'
-    ``dimension``); the open then raises what it finds. Nothing is written.
+    holds the store, its last close was not clean, it has no census (or not the one the
+    manifest names), or its vectors do not have ``dimension``. Nothing is written.
+
+    Raises:
+        StoreCorruptedError: What an open would refuse before loading the shard: the
+            manifest, ``CURRENT`` or a half-done restore; any file that differs from the
+            manifest (every checksum is checked, data files too: counting from the census
+            loads nothing that would find damage to them otherwise).
 
     Example:
         >>> import tempfile
@@ -1130,15 +1135,21 @@ def read_scope_counts(
             or manifest.state != "clean"
             or manifest.census is None
             or manifest.generation != manifests.generation_name(root, directory)
-            or _stored_config(directory / CONFIG_FILE)[1] != dimension
+            or _stored_dimension(directory) != dimension
         ):
             return None
-        manifests.verify(root, manifest, data=False)
+        manifests.verify(root, manifest, data=True)
         return read_census(root, manifest.census, scope.user_id, scope.space)
-    except (StoreError, ConfigurationError, OSError, UnicodeDecodeError):
-        return None  # the open finds it again, and says what it is
     finally:
         _unlock(handle)
+
+
+def _stored_dimension(directory: Path) -> int | None:
+    """The dense vectors' size in a shard's config (``None``: unreadable; the open says)."""
+    try:
+        return _stored_config(directory / CONFIG_FILE)[1]
+    except ConfigurationError:
+        return None
 
 
 def _held_here(path: Path) -> bool:
