@@ -23,6 +23,7 @@ from agentmem.long_term.records import MemoryRecord, Scope
 from agentmem.long_term.store import SparseVector
 from agentmem.stores.qdrant import _edge_manifest as manifests
 from agentmem.stores.qdrant.edge import QdrantEdgeStore
+from tests.integration.test_qdrant_edge_damage import make_store
 
 pytestmark = pytest.mark.integration
 
@@ -90,17 +91,6 @@ def test_a_sparse_and_a_dense_copy_have_one_checksum_and_any_changed_byte_change
     assert manifests.block_checksum(longer) != checksum
 
 
-def _make_store(path: Path) -> None:
-    store = QdrantEdgeStore(path, dimension=3)
-    records = [MemoryRecord.new(f"fact {i}", "semantic", scope=ALICE) for i in range(8)]
-    store.upsert(
-        records,
-        [[1.0, float(i), 0.5] for i in range(8)],
-        [SparseVector([i], [1.0]) for i in range(8)],
-    )
-    store.close()
-
-
 def _as_written_before(root: Path) -> None:
     """Rewrite the store's clean manifest as an agentmem with SHA-256 manifests wrote it."""
     manifest = manifests.read_manifest(root)
@@ -149,7 +139,7 @@ def _metadata_file(root: Path) -> Path:
 
 def test_a_store_closed_now_lists_crc32c_checksums(tmp_path: Path) -> None:
     root = tmp_path / "long_term"
-    _make_store(root)
+    make_store(root)
     manifest = manifests.read_manifest(root)
     assert manifest is not None
     assert manifest.state == "clean"
@@ -163,7 +153,7 @@ def test_a_manifest_written_before_crc32c_is_checked_and_replaced_as_files_chang
     tmp_path: Path,
 ) -> None:
     root = tmp_path / "long_term"
-    _make_store(root)
+    make_store(root)
     _as_written_before(root)
     _age(root)
     store = QdrantEdgeStore(root, dimension=3)  # a session that writes nothing
@@ -191,7 +181,7 @@ def test_a_data_file_not_checked_at_open_keeps_its_sha256(tmp_path: Path) -> Non
     ``backup``) must not give a data file it never read a new checksum: damage under a
     manifest an earlier agentmem wrote is still refused at the next full open."""
     root = tmp_path / "long_term"
-    _make_store(root)
+    make_store(root)
     _as_written_before(root)
     chunk = next(root.glob("segments/*/vector_storage-dense/vectors/chunk_0.mmap"))
     content = bytearray(chunk.read_bytes())
@@ -208,7 +198,7 @@ def test_a_data_file_not_checked_at_open_keeps_its_sha256(tmp_path: Path) -> Non
 
 def test_damage_under_a_manifest_written_before_crc32c_is_still_refused(tmp_path: Path) -> None:
     root = tmp_path / "long_term"
-    _make_store(root)
+    make_store(root)
     _as_written_before(root)
     target = _metadata_file(root)
     content = target.read_bytes()
@@ -224,7 +214,7 @@ def test_damage_under_a_manifest_written_before_crc32c_is_still_refused(tmp_path
 
 def test_damage_under_a_crc32c_manifest_is_refused(tmp_path: Path) -> None:
     root = tmp_path / "long_term"
-    _make_store(root)
+    make_store(root)
     target = _metadata_file(root)
     content = bytearray(target.read_bytes())
     content[len(content) // 2] ^= 0x01
@@ -239,7 +229,7 @@ def test_a_manifest_listing_the_census_file_as_data_still_opens(tmp_path: Path) 
     lists it among a root generation's files; the census is the store's own file, not
     Edge's, and is not required."""
     root = tmp_path / "long_term"
-    _make_store(root)
+    make_store(root)
     census = root / "agentmem-census.json"
     assert census.is_file()
     _as_written_before(root)
