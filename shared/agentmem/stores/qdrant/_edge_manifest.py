@@ -32,11 +32,11 @@ close.
 
 Cost: CRC-32C runs in hardware here (about 20 GB/s), so reading the files is most of it. On
 an indexed store of 100,000 memories (318 files, 668 MB apparent), describing every file took
-126 ms and checking the metadata (the two 32 MiB write-ahead-log files included)
-28 ms (every file: 125 ms), against 463, 78 and 458 ms with SHA-256. The child-process load, only
+126 ms, checking the metadata (the two 32 MiB write-ahead-log files included) 28 ms and
+every file 125 ms, against 463, 78 and 458 ms with SHA-256. The child-process load, only
 after a crash or for a store without a manifest, costs about one more open (1.2x). All of it
-grows linearly with the data. ``preload=False`` (``agentmem stats``) checks the large data
-files by size only.
+grows linearly with the data. ``preload=False`` (an open that only counts) checks the large
+data files by size only; ``agentmem stats`` reading the census checks them all.
 
 A CRC-32C catches damage, not forgery (as Edge's own write-ahead log, and btrfs or ext4
 metadata, use it): any change of up to 32 bits in a row, and all but one in 2**32 of the
