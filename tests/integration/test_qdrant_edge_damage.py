@@ -203,6 +203,25 @@ def test_a_counting_session_does_not_vouch_for_files_it_did_not_check(
         QdrantEdgeStore(path, dimension=3)
 
 
+def test_a_panic_of_edge_while_it_loads_is_store_damage(pristine: Path, tmp_path: Path) -> None:
+    # An open that checks the data files by size only (preload=False) hands Edge a BM25
+    # page altered within its size: Edge's load panics ("index out of bounds"), which pyo3
+    # raises as a PanicException, not an Exception. It must be agentmem's damage error,
+    # with the lock released and the files as they were.
+    path = copy_of(pristine, tmp_path / "long_term")
+    page = next(path.glob("segments/*/vector_storage-bm25/store/page_0.dat"))
+    raw = bytearray(page.read_bytes())
+    raw[next(i for i, byte in enumerate(raw) if byte)] ^= 0x01
+    stat = page.stat()
+    page.write_bytes(bytes(raw))
+    os.utime(page, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # as bit rot leaves it
+    before = files(path)
+    with pytest.raises(StoreCorruptedError, match="could not load it"):
+        QdrantEdgeStore(path, dimension=3, preload=False)
+    assert lock_is_free(path)
+    assert files(path) == before
+
+
 def test_a_kill_while_edge_loads_the_shard_leaves_a_store_that_opens(
     pristine: Path, tmp_path: Path
 ) -> None:

@@ -121,6 +121,11 @@ def edge_errors(path: Path, action: str) -> Iterator[None]:
     Errors of the operating system (permissions, a full disk) become
     :class:`~agentmem.errors.StoreError`; anything else Edge cannot read becomes
     :class:`~agentmem.errors.StoreCorruptedError`. agentmem's own errors pass unchanged.
+
+    A panic of Edge's Rust code while it loads a shard (pyo3's ``PanicException``, which is
+    not an ``Exception``) is damage too: a data file altered within its size, which an open
+    that checks sizes only (``preload=False``) lets through, panicked the load with "index
+    out of bounds". The panics of other actions pass unchanged.
     """
     try:
         yield
@@ -136,6 +141,10 @@ def edge_errors(path: Path, action: str) -> Iterator[None]:
             )
             raise StoreError(msg) from exc
         raise corrupted(path, f"Qdrant Edge could not {action} it ({exc})") from exc
+    except BaseException as exc:  # not an Exception: KeyboardInterrupt, or a Rust panic
+        if action != "load" or type(exc).__name__ != "PanicException":
+            raise
+        raise corrupted(path, f"Qdrant Edge could not load it (it panicked: {exc})") from exc
 
 
 def read_ahead(path: Path) -> int:
